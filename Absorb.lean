@@ -1,0 +1,2 @@
+import Absorb.Basic
+import Absorb.Activations

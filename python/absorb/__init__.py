@@ -1,0 +1,4 @@
+"""absorb: can an MLP absorb its own skip connection? Computations and a Lean bridge for
+Mijoski and Karbevski, arXiv 2604.23705."""
+
+__version__ = "0.1.0"
