@@ -1,2 +1,10 @@
 import Absorb.Basic
 import Absorb.Activations
+import Absorb.Reduction
+import Absorb.Degree
+import Absorb.Linearization
+import Absorb.Depth
+import Absorb.Parity
+import Absorb.IndexSet
+import Absorb.Generic
+import Absorb.Checker

@@ -1,0 +1,351 @@
+import Lean.Data.Json
+import Absorb.IndexSet
+
+/-!
+# The compiled index-set checker: decision over `ℚ`, JSON input, soundness
+
+The executable `lake exe absorb-check FILE.json` (root `AbsorbCheck`) reads an ungated block
+with rational weights and a candidate index set `S`, and decides the index-set condition of
+the paper's Theorems 8 and 10 (`THEORY.md`, **index_set_sufficient**),
+`W_down[:,S] W_up[S,:] = -A`, exactly over `ℚ`. This file is the library part of it: the
+data (`Absorb.Checker.RatBlock`), the decision procedure (`Absorb.Checker.check`), its
+correctness and soundness, and the pure JSON-in/JSON-out pipeline that the executable runs.
+
+The verdict that the executable prints is `check B` for the very `RatBlock` `B` that it built
+from the file, so `Absorb.Checker.absorbable_of_check` applies to exactly what it prints: a
+verdict `"absorbed"` means that the skip block `x ↦ A x + W_down σ(W_up x)`, with the file's
+weights read as real numbers, equals a residual-free ungated block of the same width, for
+every odd-part-linear `σ` (ReLU, GELU, SiLU, …).
+
+## Main definitions
+
+* `Absorb.Checker.RatBlock` : `d`, `n`, `W_up`, `W_down`, an optional skip `A` (default `1`)
+  and `S`, all over `ℚ`.
+* `Absorb.Checker.check` : the Boolean decision of `IndexSetCond B.A B.up B.down B.S`.
+* `Absorb.Checker.firstFailure` : the first entry `(j, k)` (row-major) where the condition
+  fails, for the report.
+* `Absorb.Checker.parseBlock`, `Absorb.Checker.processInput` : JSON → `RatBlock` → verdict.
+
+## Main results
+
+* `Absorb.Checker.check_eq_true_iff` : `check B = true ↔ IndexSetCond B.A B.up B.down B.S`.
+* `Absorb.Checker.indexSetCond_map_ratCast` : the condition over `ℚ` implies it over `ℝ` for
+  the entrywise casts.
+* `Absorb.Checker.absorbable_of_check` (soundness, index_set_sufficient) : `check B = true`
+  implies absorbability over `ℝ` of the cast block, for every odd-part-linear `σ`.
+* `Absorb.Checker.lhs_ne_rhs_of_firstFailure` : a reported failing entry really fails.
+
+## JSON format
+
+Input: an object with `W_up` (`n` rows of `d` entries), `W_down` (`d` rows of `n` entries),
+optional `A_skip` (`d × d`; absent or `null` means the identity) and `S` (0-based indices
+`< n`, no repeats). An entry is a JSON number (read exactly: mantissa · 10^(-exponent)) or a
+string `"p/q"` or `"p"` with integers `p`, `q` and `q ≠ 0`. Keys `W_gate`, `b_up` and `b_down`
+are refused: the soundness theorem covers ungated blocks without biases only, and silently
+ignoring them would certify a different block.
+
+Output: `{"verdict": "absorbed" | "condition_fails", "d", "n", "S", "checked_entries"}`,
+plus, on failure, `"failing_entry": {"row", "col", "lhs", "rhs"}` with `lhs`, `rhs` as
+`"p/q"` (or `"p"` for integers). Bad input gives `{"error": "..."}`.
+
+We do not `open Lean` (its `Lean.Rat` would make `Rat` ambiguous); JSON names are written
+in full.
+-/
+
+namespace Absorb
+
+namespace Checker
+
+/-! ### The data and the decision procedure -/
+
+/-- An ungated block with rational weights and a candidate index set: `W_up` is `n × d`,
+`W_down` is `d × n`, `A` is the skip matrix (`1` for the identity skip) and `S ⊆ Fin n` is the
+candidate index set of the paper's Theorems 8 and 10. -/
+structure RatBlock where
+  /-- The model dimension `d`. -/
+  d : ℕ
+  /-- The hidden width `n`. -/
+  n : ℕ
+  /-- The up-projection `W_up` (`n × d`); its row `i` is `b_iᵀ`. -/
+  up : Matrix (Fin n) (Fin d) ℚ
+  /-- The down-projection `W_down` (`d × n`); its column `i` is `a_i`. -/
+  down : Matrix (Fin d) (Fin n) ℚ
+  /-- The skip matrix `A`; the identity skip is `A = 1`. -/
+  A : Matrix (Fin d) (Fin d) ℚ := 1
+  /-- The candidate index set `S`. -/
+  S : Finset (Fin n)
+
+/-- The index-set condition `∀ j k, ∑_{i ∈ S} W_down[j,i] W_up[i,k] = -A[j,k]` is decidable
+over `ℚ`: it is a finite conjunction of equalities of rationals. -/
+instance decidableIndexSetCond {d n : ℕ} (A : Matrix (Fin d) (Fin d) ℚ)
+    (up : Matrix (Fin n) (Fin d) ℚ) (down : Matrix (Fin d) (Fin n) ℚ) (S : Finset (Fin n)) :
+    Decidable (IndexSetCond A up down S) :=
+  inferInstanceAs (Decidable (∀ j k : Fin d, ∑ i ∈ S, down j i * up i k = -A j k))
+
+/-- The checker: decides the index-set condition `W_down[:,S] W_up[S,:] = -A` of the paper's
+Theorems 8 and 10 exactly, in rational arithmetic. -/
+def check (B : RatBlock) : Bool :=
+  decide (IndexSetCond B.A B.up B.down B.S)
+
+/-- Correctness of the checker: it answers `true` exactly when the index-set condition
+holds over `ℚ`. -/
+theorem check_eq_true_iff (B : RatBlock) :
+    check B = true ↔ IndexSetCond B.A B.up B.down B.S := by
+  unfold check
+  exact ⟨of_decide_eq_true, decide_eq_true⟩
+
+/-- Entry `(j, k)` of `W_down[:,S] W_up[S,:]`, i.e. `∑_{i ∈ S} W_down[j,i] W_up[i,k]`: the
+left-hand side of the index-set condition. -/
+def RatBlock.lhs (B : RatBlock) (j k : Fin B.d) : ℚ :=
+  ∑ i ∈ B.S, B.down j i * B.up i k
+
+/-- Entry `(j, k)` of `-A`: the right-hand side of the index-set condition. -/
+def RatBlock.rhs (B : RatBlock) (j k : Fin B.d) : ℚ :=
+  -B.A j k
+
+/-- The index-set condition, entry by entry: it holds iff `lhs j k = rhs j k` for all
+`j, k`. (A definitional unfolding, recorded so that the report's entries are visibly the
+entries of the condition.) -/
+theorem indexSetCond_iff_lhs_eq_rhs (B : RatBlock) :
+    IndexSetCond B.A B.up B.down B.S ↔ ∀ j k, B.lhs j k = B.rhs j k :=
+  Iff.rfl
+
+/-- All entries `(j, k)` of a `d × d` matrix, in row-major order. -/
+def entries (d : ℕ) : List (Fin d × Fin d) :=
+  (List.finRange d).flatMap fun j => (List.finRange d).map fun k => (j, k)
+
+/-- The first entry `(j, k)`, in row-major order, at which the index-set condition fails, or
+`none`. Used only for the report; the verdict itself is `check`. -/
+def firstFailure (B : RatBlock) : Option (Fin B.d × Fin B.d) :=
+  (entries B.d).find? fun p => decide (B.lhs p.1 p.2 ≠ B.rhs p.1 p.2)
+
+/-- A failing entry reported by `firstFailure` really is one: there the left-hand side
+`(W_down[:,S] W_up[S,:])[j,k]` differs from `-A[j,k]`. -/
+theorem lhs_ne_rhs_of_firstFailure (B : RatBlock) {p : Fin B.d × Fin B.d}
+    (h : firstFailure B = some p) : B.lhs p.1 p.2 ≠ B.rhs p.1 p.2 :=
+  of_decide_eq_true (List.find?_some h)
+
+/-! ### Soundness over `ℝ` -/
+
+/-- The index-set condition survives the entrywise cast `ℚ → ℝ`: if
+`W_down[:,S] W_up[S,:] = -A` over `ℚ`, the same holds for the real matrices with the same
+entries. (The cast is a ring homomorphism; pushed through the sum with `Rat.cast_sum`,
+`Rat.cast_mul`, `Rat.cast_neg`.) -/
+theorem indexSetCond_map_ratCast {d n : ℕ} {A : Matrix (Fin d) (Fin d) ℚ}
+    {up : Matrix (Fin n) (Fin d) ℚ} {down : Matrix (Fin d) (Fin n) ℚ} {S : Finset (Fin n)}
+    (h : IndexSetCond A up down S) :
+    IndexSetCond (A.map fun q : ℚ => (q : ℝ)) (up.map fun q : ℚ => (q : ℝ))
+      (down.map fun q : ℚ => (q : ℝ)) S := by
+  intro j k
+  have hjk := congrArg (fun q : ℚ => (q : ℝ)) (h j k)
+  first
+    | (simp only [Rat.cast_sum, Rat.cast_mul, Rat.cast_neg] at hjk
+       simpa only [Matrix.map_apply] using hjk)
+    | (simp only [Matrix.map_apply]
+       exact_mod_cast h j k)
+
+/-- **Soundness of the checker** (index_set_sufficient; the "if" half of the paper's
+Theorems 8 and 10, through `Absorb.absorbable_of_indexSetCond_ungated`). If `check B`
+answers `true`, then for every odd-part-linear activation `σ` (`σ z - σ (-z) = z`: ReLU,
+GELU, SiLU) the skip block `x ↦ A x + W_down σ(W_up x)` with the weights of `B` read as real
+numbers is absorbable: some residual-free ungated block of the same width `n` and the same
+`σ` equals it at every point. -/
+theorem absorbable_of_check (B : RatBlock) (hB : check B = true) {σ : ℝ → ℝ}
+    (hσ : OddPartLinear σ) :
+    Absorbable (ungated σ B.d B.n)
+      (skipMap (B.A.map fun q : ℚ => (q : ℝ)) (ungated σ B.d B.n)
+        (UngatedWeights.mk (B.up.map fun q : ℚ => (q : ℝ))
+          (B.down.map fun q : ℚ => (q : ℝ)))) :=
+  Absorb.absorbable_of_indexSetCond_ungated hσ (B.A.map fun q : ℚ => (q : ℝ))
+    (UngatedWeights.mk (B.up.map fun q : ℚ => (q : ℝ)) (B.down.map fun q : ℚ => (q : ℝ)))
+    B.S (indexSetCond_map_ratCast ((check_eq_true_iff B).1 hB))
+
+/-! ### Reading the input -/
+
+/-- `t` is a decimal integer literal: an optional `-` followed by at least one digit. (Checked
+before `String.toInt?`, so that the accepted syntax does not depend on its corner cases.) -/
+def isIntLiteral (t : String) : Bool :=
+  let digits := if t.startsWith "-" then t.drop 1 else t
+  !digits.isEmpty && digits.all Char.isDigit
+
+/-- The integer denoted by `t` (surrounding spaces allowed), if `t` is an integer literal. -/
+def parseInt? (t : String) : Option Int :=
+  let t := t.trim
+  if isIntLiteral t then t.toInt? else none
+
+/-- Reads a string entry `"p/q"` or `"p"` as a rational; `loc` names the entry in error
+messages. A zero denominator is an error. -/
+def parseRatString (loc s : String) : Except String ℚ :=
+  match (s.splitOn "/").map parseInt? with
+  | [some p] => pure (p : ℚ)
+  | [some p, some q] =>
+    if q = 0 then throw s!"{loc}: zero denominator in \"{s}\""
+    else pure ((p : ℚ) / (q : ℚ))
+  | _ => throw s!"{loc}: cannot read \"{s}\" as a rational \"p/q\" or integer \"p\""
+
+/-- Reads a matrix entry exactly: a JSON number `m · 10^(-e)` becomes the rational
+`m / 10^e`; a string goes through `parseRatString`. -/
+def parseEntry (loc : String) : Lean.Json → Except String ℚ
+  | .num x => pure ((x.mantissa : ℚ) / ((10 ^ x.exponent : ℕ) : ℚ))
+  | .str s => parseRatString loc s
+  | _ => throw s!"{loc}: expected a number or a string \"p/q\""
+
+/-- The elements of a JSON array; `what` names the value in the error message. -/
+def asArray (what : String) : Lean.Json → Except String (Array Lean.Json)
+  | .arr a => pure a
+  | _ => throw s!"{what} must be a JSON array"
+
+/-- Reads a matrix given as a JSON array of rows of entries (rows may still have different
+lengths; `checkShape` validates). -/
+def parseMatrix (name : String) (j : Lean.Json) : Except String (Array (Array ℚ)) := do
+  let rows ← asArray name j
+  let mut out : Array (Array ℚ) := #[]
+  for i in [0:rows.size] do
+    let entriesJ ← asArray s!"{name}[{i}]" (rows.getD i Lean.Json.null)
+    let mut row : Array ℚ := #[]
+    for k in [0:entriesJ.size] do
+      let q ← parseEntry s!"{name}[{i}][{k}]" (entriesJ.getD k Lean.Json.null)
+      row := row.push q
+    out := out.push row
+  return out
+
+/-- Checks that `rows` has `r` rows of `c` entries each. -/
+def checkShape (name : String) (rows : Array (Array ℚ)) (r c : ℕ) : Except String Unit := do
+  if rows.size ≠ r then
+    throw s!"{name} has {rows.size} rows, expected {r}"
+  for i in [0:rows.size] do
+    let len := (rows.getD i #[]).size
+    if len ≠ c then
+      throw s!"{name}[{i}] has {len} entries, expected {c}"
+
+/-- Reads one neuron index: a JSON integer `i` with `0 ≤ i < n`. -/
+def parseIndex (n : ℕ) : Lean.Json → Except String ℕ
+  | .num x =>
+    if x.exponent = 0 ∧ 0 ≤ x.mantissa ∧ x.mantissa < (n : ℤ) then pure x.mantissa.toNat
+    else throw s!"S: {x} is not a neuron index (an integer i with 0 ≤ i < n = {n})"
+  | _ => throw "S must be a JSON array of integer neuron indices"
+
+/-- Reads the index list `S`: JSON integers `i` with `0 ≤ i < n`. -/
+def parseIndices (n : ℕ) (j : Lean.Json) : Except String (Array ℕ) := do
+  let items ← asArray "S" j
+  let mut out : Array ℕ := #[]
+  for item in items do
+    out := out.push (← parseIndex n item)
+  return out
+
+/-- The matrix with the given rows; meant for arrays already validated by `checkShape`
+(out-of-range reads, which then cannot happen, would give `0`). -/
+def matrixOfRows {r c : ℕ} (rows : Array (Array ℚ)) : Matrix (Fin r) (Fin c) ℚ :=
+  Matrix.of fun (i : Fin r) (k : Fin c) => (rows.getD i.val #[]).getD k.val 0
+
+/-- The set of the indices `< n` in the list. -/
+def finsetOfIndices (n : ℕ) (idx : Array ℕ) : Finset (Fin n) :=
+  (idx.toList.filterMap fun k => if h : k < n then some (Fin.mk k h) else none).toFinset
+
+/-- The skip matrix: the given rows, or the identity when `A_skip` is absent. -/
+def skipOfRows {d : ℕ} : Option (Array (Array ℚ)) → Matrix (Fin d) (Fin d) ℚ
+  | some rows => matrixOfRows rows
+  | none => 1
+
+/-- `j` is a JSON object. -/
+def isObject : Lean.Json → Bool
+  | .obj _ => true
+  | _ => false
+
+/-- The value at `key` of a JSON object, treating `null` as absent. -/
+def field? (j : Lean.Json) (key : String) : Option Lean.Json :=
+  match j.getObjVal? key with
+  | .ok .null => none
+  | .ok v => some v
+  | .error _ => none
+
+/-- The value at `key`, which must be present. -/
+def required (j : Lean.Json) (key : String) : Except String Lean.Json :=
+  match field? j key with
+  | some v => pure v
+  | none => throw s!"missing key \"{key}\""
+
+/-- Reads `A_skip` when present: a `d × d` matrix. -/
+def parseSkip (d : ℕ) (j : Lean.Json) : Except String (Option (Array (Array ℚ))) :=
+  match field? j "A_skip" with
+  | some a => do
+    let m ← parseMatrix "A_skip" a
+    checkShape "A_skip" m d d
+    pure (some m)
+  | none => pure none
+
+/-- Reads and validates a block: `n` is the number of rows of `W_up`, `d` that of `W_down`;
+all shapes, indices and denominators are checked; `A_skip` defaults to the identity. -/
+def parseBlock (j : Lean.Json) : Except String RatBlock := do
+  if !isObject j then
+    throw "the input must be a JSON object"
+  for key in ["W_gate", "b_up", "b_down"] do
+    if (field? j key).isSome then
+      throw (s!"key \"{key}\" is not supported: " ++
+        "the checker decides ungated blocks without biases")
+  let up ← parseMatrix "W_up" (← required j "W_up")
+  let down ← parseMatrix "W_down" (← required j "W_down")
+  let n := up.size
+  let d := down.size
+  checkShape "W_up" up n d
+  checkShape "W_down" down d n
+  let skip ← parseSkip d j
+  let idx ← parseIndices n (← required j "S")
+  let S := finsetOfIndices n idx
+  if S.card ≠ idx.size then
+    throw "S lists some index more than once"
+  return { d := d, n := n, up := matrixOfRows up, down := matrixOfRows down,
+           A := skipOfRows skip, S := S }
+
+/-! ### The report -/
+
+/-- A rational as `"p/q"` in lowest terms, or `"p"` when it is an integer. -/
+def ratString (q : ℚ) : String :=
+  if q.den = 1 then toString q.num else s!"{q.num}/{q.den}"
+
+/-- A natural number as a JSON number. -/
+def natJson (k : ℕ) : Lean.Json :=
+  Lean.Json.num (Lean.JsonNumber.fromNat k)
+
+/-- The failing entry `(j, k)` of the report, with both sides of the condition there. -/
+def failureJson (B : RatBlock) (p : Fin B.d × Fin B.d) : Lean.Json :=
+  Lean.Json.mkObj
+    [("row", natJson p.1.val),
+     ("col", natJson p.2.val),
+     ("lhs", Lean.Json.str (ratString (B.lhs p.1 p.2))),
+     ("rhs", Lean.Json.str (ratString (B.rhs p.1 p.2)))]
+
+/-- The JSON verdict for a block: `verdict` is `check B`; on failure also the first failing
+entry (`firstFailure`). `S` is listed in increasing order. -/
+def report (B : RatBlock) : Lean.Json :=
+  let members : List (Fin B.n) := (List.finRange B.n).filter fun i => decide (i ∈ B.S)
+  let base : List (String × Lean.Json) :=
+    [("verdict", Lean.Json.str (if check B then "absorbed" else "condition_fails")),
+     ("d", natJson B.d),
+     ("n", natJson B.n),
+     ("S", Lean.Json.arr (members.map fun i => natJson i.val).toArray),
+     ("checked_entries", natJson (B.d * B.d))]
+  let failure : List (String × Lean.Json) :=
+    if check B then []
+    else ((firstFailure B).map fun p => ("failing_entry", failureJson B p)).toList
+  Lean.Json.mkObj (base ++ failure)
+
+/-- The error object `{"error": msg}`. -/
+def errorJson (msg : String) : Lean.Json :=
+  Lean.Json.mkObj [("error", Lean.Json.str msg)]
+
+/-- Parses the input text as JSON. -/
+def parseJson (text : String) : Except String Lean.Json :=
+  match Lean.Json.parse text with
+  | .ok j => pure j
+  | .error e => throw s!"invalid JSON: {e}"
+
+/-- The whole pure pipeline of the executable: the text of the input file to the JSON
+verdict, or an error message for bad input. -/
+def processInput (text : String) : Except String Lean.Json := do
+  let B ← parseBlock (← parseJson text)
+  return report B
+
+end Checker
+
+end Absorb

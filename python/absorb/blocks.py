@@ -1,0 +1,146 @@
+"""Skip blocks, residual-free blocks and depth-L stacks, evaluated on batches (rows).
+
+Ungated:  f(x) = A x + W_down σ(W_up x + b_up) + b_down
+Gated:    f(x) = A x + W_down (g(W_gate x) ⊙ (W_up x + b_up)) + b_down
+Residual-free (``residual=False``): the same without the A x term.
+
+A batch X is an (m, d) array; the block maps it to (m, d). ``A_skip=None`` is the identity skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from absorb.activations import Activation
+from absorb.errors import AbsorbError
+
+Array = NDArray[np.float64]
+ObjectArray = NDArray[np.object_]
+
+
+@dataclass(frozen=True)
+class ExactWeights:
+    """The rational originals (object arrays of ``fractions.Fraction``) of an exact input."""
+
+    W_up: ObjectArray
+    W_down: ObjectArray
+    W_gate: ObjectArray | None = None
+    b_up: ObjectArray | None = None
+    b_down: ObjectArray | None = None
+    A_skip: ObjectArray | None = None
+
+
+def _check_shape(name: str, arr: NDArray[np.generic] | None, shape: tuple[int, ...]) -> None:
+    if arr is not None and arr.shape != shape:
+        want = "x".join(map(str, shape))
+        got = "x".join(map(str, arr.shape)) or "scalar"
+        raise AbsorbError(f"{name} has shape {got}, expected {want}")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of the kind fixed by ``activation``; shapes follow PyTorch ``nn.Linear``."""
+
+    activation: Activation
+    W_up: Array
+    W_down: Array
+    W_gate: Array | None = None
+    b_up: Array | None = None
+    b_down: Array | None = None
+    A_skip: Array | None = None
+    residual: bool = True
+    exact: ExactWeights | None = None
+
+    def __post_init__(self) -> None:
+        if self.W_up.ndim != 2:
+            raise AbsorbError(f"W_up must be a matrix (n x d), got {self.W_up.ndim} dimensions")
+        n, d = self.W_up.shape
+        if n == 0 or d == 0:
+            raise AbsorbError(f"W_up has a zero size ({n}x{d}); need n >= 1 and d >= 1")
+        _check_shape("W_down", self.W_down, (d, n))
+        if self.activation.gated:
+            if self.W_gate is None:
+                raise AbsorbError(f"activation {self.activation.name} is gated and needs W_gate")
+            _check_shape("W_gate", self.W_gate, (n, d))
+        elif self.W_gate is not None:
+            raise AbsorbError(f"activation {self.activation.name} is not gated; W_gate given")
+        _check_shape("b_up", self.b_up, (n,))
+        _check_shape("b_down", self.b_down, (d,))
+        _check_shape("A_skip", self.A_skip, (d, d))
+
+    @property
+    def d(self) -> int:
+        return int(self.W_up.shape[1])
+
+    @property
+    def n(self) -> int:
+        return int(self.W_up.shape[0])
+
+    @property
+    def has_biases(self) -> bool:
+        return self.b_up is not None or self.b_down is not None
+
+    def skip_matrix(self) -> Array:
+        """A (the identity when ``A_skip`` is None)."""
+        return np.eye(self.d) if self.A_skip is None else self.A_skip
+
+    def hidden(self, X: Array) -> Array:
+        """The hidden activations (m, n): σ(X W_upᵀ + b_up), or g(X W_gateᵀ) ⊙ (X W_upᵀ + b_up)."""
+        pre = X @ self.W_up.T
+        if self.b_up is not None:
+            pre = pre + self.b_up
+        if self.W_gate is None:
+            return self.activation(pre)
+        return self.activation(X @ self.W_gate.T) * pre
+
+    def mlp(self, X: Array) -> Array:
+        """M(X) for a batch X of shape (m, d), without the skip."""
+        out = self.hidden(X) @ self.W_down.T
+        return out if self.b_down is None else out + self.b_down
+
+    def __call__(self, X: Array) -> Array:
+        """f(X) = A X + M(X) (residual) or M(X); X is (d,) or (m, d)."""
+        X = np.asarray(X, dtype=np.float64)
+        single = X.ndim == 1
+        batch = X[None, :] if single else X
+        if batch.ndim != 2 or batch.shape[1] != self.d:
+            raise AbsorbError(f"input has shape {X.shape}, expected ({self.d},) or (m, {self.d})")
+        out = self.mlp(batch)
+        if self.residual:
+            out = out + (batch if self.A_skip is None else batch @ self.A_skip.T)
+        return out[0] if single else out
+
+
+def random_block(
+    activation: Activation,
+    d: int,
+    n: int,
+    rng: np.random.Generator,
+    *,
+    biases: bool = False,
+    skip: Array | None = None,
+) -> Block:
+    """Gaussian weights at the usual fan-in scale: W_up, W_gate ~ N(0, 1/d), W_down ~ N(0, 1/n).
+
+    Biases (when asked for) are N(0, 1/4); ``skip`` is the matrix A (None: identity).
+    """
+    if d < 1 or n < 1:
+        raise AbsorbError(f"sizes must be positive, got d={d}, n={n}")
+    W_up = rng.standard_normal((n, d)) / np.sqrt(d)
+    W_down = rng.standard_normal((d, n)) / np.sqrt(n)
+    W_gate = rng.standard_normal((n, d)) / np.sqrt(d) if activation.gated else None
+    b_up = 0.5 * rng.standard_normal(n) if biases else None
+    b_down = 0.5 * rng.standard_normal(d) if biases else None
+    return Block(activation, W_up, W_down, W_gate, b_up, b_down, skip)
+
+
+def stack_forward(blocks: Sequence[Block], X: Array) -> Array:
+    """The depth-L composition blocks[L-1] ∘ … ∘ blocks[0] applied to X."""
+    out = np.asarray(X, dtype=np.float64)
+    for block in blocks:
+        out = block(out)
+    return out

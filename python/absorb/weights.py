@@ -1,0 +1,182 @@
+"""Reading one block's weights from ``.npz`` or ``.json`` files, with strict validation.
+
+Keys: ``W_up`` (n×d), ``W_down`` (d×n), ``W_gate`` (n×d, gated activations only), and the
+optional ``b_up`` (n), ``b_down`` (d), ``A_skip`` (d×d, invertible).
+
+``.json`` entries are numbers or exact rationals written as strings (``"p/q"``, ``"-3"``,
+``"0.25"``). A file is read in exact arithmetic when it contains a string entry or only
+integers; then every entry becomes a ``fractions.Fraction`` (a JSON float by the decimal it is
+written as) and the block carries the rational originals in ``Block.exact``.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from absorb.activations import Activation
+from absorb.blocks import Array, Block, ExactWeights, ObjectArray
+from absorb.errors import AbsorbError
+
+KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_down", "A_skip")
+REQUIRED = ("W_up", "W_down")
+MAX_FILE_BYTES = {".npz": 4 << 30, ".json": 256 << 20}
+MAX_ENTRIES = 1 << 28  # per array: 2^28 float64 entries are 2 GiB
+# A skip matrix with a larger 2-norm condition number is treated as singular: inverting it
+# (the reduction theorem) would lose every significant digit of the double-precision weights.
+MAX_CONDITION = 1e12
+
+Scalar = int | float | Fraction
+
+
+def rational_rank(M: ObjectArray) -> int:
+    """The exact rank of a matrix of Fractions, by Gaussian elimination over ℚ."""
+    R = np.array(M, dtype=object, copy=True)
+    rows, cols = R.shape
+    rank = 0
+    for col in range(cols):
+        if rank == rows:
+            break
+        pivots = np.flatnonzero(R[rank:, col] != 0)
+        if pivots.size == 0:
+            continue
+        p = rank + int(pivots[0])
+        R[[rank, p]] = R[[p, rank]]
+        below = R[rank + 1 :, col] / R[rank, col]
+        R[rank + 1 :] -= np.outer(below, R[rank])
+        rank += 1
+    return rank
+
+
+def _scalar(value: object, key: str) -> Scalar:
+    if isinstance(value, bool):
+        raise AbsorbError(f"{key}: non-numeric entry {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not np.isfinite(value):
+            raise AbsorbError(f"{key} contains NaN or Inf")
+        return value
+    if isinstance(value, str):
+        try:
+            return Fraction(value.strip())
+        except (ValueError, ZeroDivisionError):
+            raise AbsorbError(f"{key}: {value!r} is not a number or a rational 'p/q'") from None
+    raise AbsorbError(f"{key}: non-numeric entry {value!r}")
+
+
+def _nested(value: object, key: str, depth: int = 0) -> tuple[tuple[int, ...], list[Scalar]]:
+    """Shape and row-major entries of a JSON scalar, vector or matrix (rectangular only)."""
+    if not isinstance(value, list):
+        return (), [_scalar(value, key)]
+    if depth == 2:
+        raise AbsorbError(f"{key} has more than 2 dimensions")
+    parts = [_nested(v, key, depth + 1) for v in value]
+    shapes = {shape for shape, _ in parts}
+    if len(shapes) > 1:
+        raise AbsorbError(f"{key} is ragged (rows of different lengths)")
+    inner = shapes.pop() if shapes else ()
+    return (len(value), *inner), [x for _, flat in parts for x in flat]
+
+
+def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | None]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AbsorbError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise AbsorbError(f"{path}: expected a JSON object with keys {', '.join(KEYS)}")
+    _check_keys(path, data.keys())
+    parsed = {k: _nested(v, k) for k, v in data.items()}
+    entries = [x for _, flat in parsed.values() for x in flat]
+    exact = all(isinstance(x, int) for x in entries) or any(
+        isinstance(x, Fraction) for x in entries
+    )
+    floats: dict[str, Array] = {}
+    rationals: dict[str, ObjectArray] = {}
+    for k, (shape, flat) in parsed.items():
+        if exact:
+            # repr of a float is the shortest decimal that reads back to it: the number as written
+            q = [x if isinstance(x, Fraction) else Fraction(repr(x)) for x in flat]
+            rationals[k] = np.array(q, dtype=object).reshape(shape)
+        try:
+            floats[k] = np.array([float(x) for x in flat], dtype=np.float64).reshape(shape)
+        except OverflowError:
+            raise AbsorbError(f"{k}: an entry is too large for double precision") from None
+    return floats, (rationals if exact else None)
+
+
+def _read_npz(path: Path) -> dict[str, Array]:
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            _check_keys(path, npz.files)
+            raw: dict[str, NDArray[np.generic]] = {k: npz[k] for k in npz.files}
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise AbsorbError(f"{path}: contains an object array (refused)") from None
+        raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
+    out: dict[str, Array] = {}
+    for k, arr in raw.items():
+        if arr.dtype.kind not in "biuf":
+            raise AbsorbError(f"{k}: non-numeric array (dtype {arr.dtype})")
+        if arr.size > MAX_ENTRIES:
+            raise AbsorbError(f"{k} has {arr.size} entries, more than the limit {MAX_ENTRIES}")
+        out[k] = arr.astype(np.float64)
+    return out
+
+
+def _check_keys(path: Path, keys: object) -> None:
+    names = set(keys)  # type: ignore[call-overload]
+    unexpected = sorted(names - set(KEYS))
+    if unexpected:
+        raise AbsorbError(f"{path}: unexpected keys {', '.join(unexpected)} (allowed: "
+                          f"{', '.join(KEYS)})")
+    missing = [k for k in REQUIRED if k not in names]
+    if missing:
+        raise AbsorbError(f"{path}: missing keys {', '.join(missing)}")
+
+
+def _check_skip(A: Array, exact: ObjectArray | None) -> None:
+    if exact is not None:
+        if rational_rank(exact) < A.shape[0]:
+            raise AbsorbError("A_skip is singular (exact rank deficient)")
+        return
+    cond = float(np.linalg.cond(A))
+    if not cond < MAX_CONDITION:
+        raise AbsorbError(f"A_skip is singular or numerically singular (condition number "
+                          f"{cond:.3g} >= {MAX_CONDITION:.0e})")
+
+
+def load_block(path: str | Path, activation: Activation) -> Block:
+    """The skip block stored in ``path`` (``.npz`` or ``.json``) with the given activation."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in MAX_FILE_BYTES:
+        raise AbsorbError(f"{path}: unknown weights format {suffix or '(none)'!r} "
+                          "(use .npz or .json)")
+    if not path.is_file():
+        raise AbsorbError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES[suffix]:
+        raise AbsorbError(f"{path}: {size} bytes, more than the limit {MAX_FILE_BYTES[suffix]}")
+    try:
+        floats, rationals = _read_json(path) if suffix == ".json" else (_read_npz(path), None)
+    except PermissionError:
+        raise AbsorbError(f"{path}: permission denied") from None
+    for k, arr in floats.items():
+        if not np.all(np.isfinite(arr)):
+            raise AbsorbError(f"{k} contains NaN or Inf")
+    exact = None
+    if rationals is not None:
+        exact = ExactWeights(**rationals)  # type: ignore[arg-type]
+    block = Block(activation, exact=exact, **floats)  # type: ignore[arg-type]
+    if block.A_skip is not None:
+        _check_skip(block.A_skip, None if exact is None else exact.A_skip)
+    return block

@@ -1,0 +1,235 @@
+"""Relaxation certificate and exact index-set search (absorb.certificates)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from absorb.certificates import (
+    brute_force_index_set,
+    find_index_set,
+    index_set_residual,
+    relaxation,
+)
+from absorb.errors import AbsorbError
+
+
+def planted(
+    rng: np.random.Generator, d: int, n: int, k: int, A: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Generic Gaussian weights, then d columns of W_down re-solved so that S (|S| = k) fits."""
+    A = np.eye(d) if A is None else A
+    W_up = rng.standard_normal((n, d))
+    W_down = rng.standard_normal((d, n))
+    S = np.sort(rng.choice(n, size=k, replace=False))
+    T, rest = S[:d], S[d:]
+    W_down[:, T] = (-A - W_down[:, rest] @ W_up[rest, :]) @ np.linalg.inv(W_up[T, :])
+    return W_up, W_down, tuple(int(i) for i in S)
+
+
+def as_fractions(M: np.ndarray) -> np.ndarray:
+    out = np.empty(M.shape, dtype=object)
+    out[...] = [[Fraction(int(v)) for v in row] for row in M]
+    return out
+
+
+def explicit_lstsq(W_up: np.ndarray, W_down: np.ndarray, A: np.ndarray) -> tuple[float, np.ndarray]:
+    """The naive relaxation on the explicit d²×n matrix K (columns vec(a_i b_iᵀ))."""
+    K = np.stack([np.outer(W_down[:, i], W_up[i]).ravel() for i in range(W_up.shape[0])], axis=1)
+    s, *_ = np.linalg.lstsq(K, -A.ravel(), rcond=None)
+    res = K @ s + A.ravel()
+    return float(res @ res), s
+
+
+@pytest.mark.parametrize(
+    ("d", "n", "learnable"), [(3, 5, False), (3, 12, True), (2, 9, False), (5, 7, True)]
+)
+def test_gram_residual_matches_explicit_lstsq(d: int, n: int, learnable: bool) -> None:
+    rng = np.random.default_rng(d * 100 + n)
+    W_up, W_down = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    A = rng.standard_normal((d, d)) if learnable else np.eye(d)
+    rel = relaxation(W_up, W_down, A if learnable else None)
+    r2, s = explicit_lstsq(W_up, W_down, A)
+    assert rel.residual == pytest.approx(r2, rel=1e-8, abs=1e-10)
+    assert rel.rank == min(n, d * d)
+    assert rel.unique == (n <= d * d)
+    # the minimum-norm minimizer is unique, so both must return the same s
+    np.testing.assert_allclose(rel.s, s, atol=1e-8)
+
+
+def test_rank_deficient_min_norm_matches_lstsq() -> None:
+    rng = np.random.default_rng(7)
+    W_up, W_down = rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
+    W_up = np.vstack([W_up, W_up[:2]])  # duplicated units: G is singular
+    W_down = np.hstack([W_down, 2.0 * W_down[:, :2]])
+    rel = relaxation(W_up, W_down)
+    r2, s = explicit_lstsq(W_up, W_down, np.eye(3))
+    assert rel.rank == 6 and not rel.unique
+    assert rel.residual == pytest.approx(r2, rel=1e-8)
+    np.testing.assert_allclose(rel.s, s, atol=1e-8)
+
+
+@pytest.mark.parametrize(("d", "n", "k"), [(2, 12, 4), (2, 20, 7), (3, 14, 5)])
+def test_planted_index_set_found(d: int, n: int, k: int) -> None:
+    assert n > d * d and k > d  # the real solution is not unique, |S| > d
+    rng = np.random.default_rng(n + k)
+    W_up, W_down, _ = planted(rng, d, n, k)
+    res = find_index_set(W_up, W_down)
+    assert res.status == "found" and res.S is not None
+    assert res.method == "meet-in-the-middle" and not res.relaxation.unique
+    assert index_set_residual(W_up, W_down, res.S) <= 1e-9
+    assert brute_force_index_set(W_up, W_down) is not None
+    assert res.relaxation.residual <= (res.relaxation.tolerance or 0.0)
+
+
+def test_planted_with_learnable_skip() -> None:
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((2, 2)) + 2 * np.eye(2)
+    W_up, W_down, _ = planted(rng, 2, 10, 4, A)
+    res = find_index_set(W_up, W_down, A)
+    assert res.status == "found" and res.S is not None
+    assert index_set_residual(W_up, W_down, res.S, A) <= 1e-9 * np.max(np.abs(A))
+    # the same weights do not fit the identity skip
+    assert find_index_set(W_up, W_down).status == "none"
+
+
+@pytest.mark.parametrize(("d", "n"), [(3, 5), (4, 10), (8, 40)])
+def test_generic_below_d_squared_certified_by_relaxation(d: int, n: int) -> None:
+    rng = np.random.default_rng(d + n)
+    res = find_index_set(rng.standard_normal((n, d)), rng.standard_normal((d, n)))
+    assert res.status == "none" and res.method == "relaxation"
+    assert res.relaxation.residual > (res.relaxation.tolerance or 0.0)
+
+
+@pytest.mark.parametrize("n", [10, 16])
+def test_generic_above_d_squared_proved_none(n: int) -> None:
+    rng = np.random.default_rng(n)
+    W_up, W_down = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
+    res = find_index_set(W_up, W_down)
+    assert res.relaxation.is_zero  # n ≥ d²: some real s solves the equations
+    assert res.status == "none" and res.method == "meet-in-the-middle"
+    assert brute_force_index_set(W_up, W_down) is None
+
+
+def test_milp_agrees_with_meet_in_the_middle() -> None:
+    rng = np.random.default_rng(11)
+    W_up, W_down, _ = planted(rng, 2, 18, 6)
+    found = find_index_set(W_up, W_down, method="milp")
+    assert found.status == "found" and found.method == "milp" and found.S is not None
+    assert index_set_residual(W_up, W_down, found.S) <= 1e-9
+    W_up, W_down = rng.standard_normal((14, 2)), rng.standard_normal((2, 14))
+    assert find_index_set(W_up, W_down, method="milp").status == "none"
+
+
+def test_enumeration_limit_is_reported_not_none() -> None:
+    rng = np.random.default_rng(5)
+    W_up, W_down, _ = planted(rng, 2, 24, 6)
+    res = find_index_set(W_up, W_down, max_enumeration=1000, method="meet-in-the-middle")
+    assert res.status == "limit" and res.S is None and "max_enumeration" in res.detail
+    # auto falls back to HiGHS, which finds (and verifies) it
+    auto = find_index_set(W_up, W_down, max_enumeration=1000)
+    assert auto.status == "found" and auto.method == "milp"
+
+
+def test_rank_argument_when_n_below_d() -> None:
+    rng = np.random.default_rng(2)
+    res = find_index_set(rng.standard_normal((3, 5)), rng.standard_normal((5, 3)))
+    assert res.status == "none" and res.method == "rank" and "rank(A) = 5" in res.detail
+
+
+def test_zero_skip_is_trivial() -> None:
+    rng = np.random.default_rng(2)
+    res = find_index_set(rng.standard_normal((3, 2)), rng.standard_normal((2, 3)), np.zeros((2, 2)))
+    assert res.status == "found" and res.S == ()
+
+
+def test_exact_planted_and_exact_none() -> None:
+    rng = np.random.default_rng(4)
+    d, n = 2, 9
+    W_up = rng.integers(-3, 4, size=(n, d))
+    W_down = rng.integers(-3, 4, size=(d, n))
+    S = [1, 4, 6, 7]
+    W_up[[1, 4]] = np.eye(d, dtype=int)  # Wu[T] = I makes the planted W_down[:, T] integral
+    W_down[:, [1, 4]] = -np.eye(d, dtype=int) - W_down[:, [6, 7]] @ W_up[[6, 7]]
+    Wu, Wd = as_fractions(W_up), as_fractions(W_down)
+    Wd[0, 0] = Wd[0, 0] / 3  # a genuinely rational entry
+    res = find_index_set(Wu, Wd)
+    assert res.exact and res.status == "found" and res.S is not None
+    assert res.relaxation.residual_exact == 0
+    assert index_set_residual(Wu, Wd, res.S) == 0.0
+    assert set(S) <= set(range(n))
+    # perturb an entry of a planted unit by 1/10⁶: now exactly no index set
+    Wd[1, 6] += Fraction(1, 10**6)
+    res2 = find_index_set(Wu, Wd)
+    assert res2.exact and res2.status == "none"
+    assert brute_force_index_set(Wu, Wd) is None
+
+
+def test_exact_relaxation_residual_matches_float() -> None:
+    rng = np.random.default_rng(9)
+    W_up, W_down = rng.integers(-4, 5, size=(5, 3)), rng.integers(-4, 5, size=(3, 5))
+    ex = relaxation(as_fractions(W_up), as_fractions(W_down))
+    fl = relaxation(W_up.astype(float), W_down.astype(float))
+    assert ex.residual_exact is not None and ex.residual_exact > 0
+    assert float(ex.residual_exact) == pytest.approx(fl.residual, rel=1e-9)
+    assert ex.rank == fl.rank
+    np.testing.assert_allclose(ex.s, fl.s, atol=1e-9)
+
+
+small_int = st.integers(min_value=-1, max_value=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=3).flatmap(
+        lambda d: st.integers(min_value=1, max_value=9).flatmap(
+            lambda n: st.tuples(
+                st.lists(st.lists(small_int, min_size=d, max_size=d), min_size=n, max_size=n),
+                st.lists(st.lists(small_int, min_size=n, max_size=n), min_size=d, max_size=d),
+            )
+        )
+    )
+)
+def test_agrees_with_brute_force(weights: tuple[list[list[int]], list[list[int]]]) -> None:
+    """Entries in {−1, 0, 1}: index sets are frequent, and both arithmetics must agree."""
+    W_up, W_down = np.array(weights[0]), np.array(weights[1])
+    brute = brute_force_index_set(as_fractions(W_up), as_fractions(W_down))
+    for res in (
+        find_index_set(as_fractions(W_up), as_fractions(W_down)),
+        find_index_set(W_up.astype(float), W_down.astype(float)),
+    ):
+        assert res.status == ("none" if brute is None else "found")
+        if res.S is not None:
+            assert index_set_residual(W_up.astype(float), W_down.astype(float), res.S) < 1e-9
+
+
+def test_json_round_trip_fields() -> None:
+    rng = np.random.default_rng(1)
+    res = find_index_set(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)))
+    js = res.to_json()
+    assert set(js) == {"status", "S", "method", "exact", "relaxation", "detail"}
+    rel = js["relaxation"]
+    assert isinstance(rel, dict) and len(rel["s"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("W_up", "W_down"),
+    [
+        (np.zeros((3, 2)), np.zeros((3, 3))),
+        (np.zeros(3), np.zeros((2, 3))),
+        (np.full((3, 2), np.nan), np.zeros((2, 3))),
+        (np.zeros((0, 2)), np.zeros((2, 0))),
+    ],
+)
+def test_bad_input_raises(W_up: np.ndarray, W_down: np.ndarray) -> None:
+    with pytest.raises(AbsorbError):
+        find_index_set(W_up, W_down)
+
+
+def test_bad_index_set_raises() -> None:
+    with pytest.raises(AbsorbError):
+        index_set_residual(np.ones((3, 2)), np.ones((2, 3)), [0, 0])

@@ -1,0 +1,367 @@
+"""The Lean bridge: static audit, output parsers on real-format fixtures, and process handling
+against real processes (fake `lake` scripts on a temporary PATH)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from absorb import lean
+from absorb.errors import AbsorbError, ToolMissing
+from absorb.manifest import THEOREM_IDS, THEOREMS, lean_declarations
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "lean_output"
+
+
+# --------------------------------------------------------------------------- lexing and scanning
+
+
+def test_comments_and_strings_are_blanked_but_positions_kept() -> None:
+    src = (
+        "theorem a : True := trivial -- sorry here is a comment\n"
+        "/- outer /- nested sorry -/ still comment admit -/\n"
+        '/-- doc: uses `native_decide` -/ def s : String := "sorry \\" admit"\n'
+        "def c : Char := 'x'\n"
+        "theorem h' : True := sorry\n"
+    )
+    code = lean.strip_comments_and_strings(src)
+    assert len(code) == len(src)
+    assert code.count("\n") == src.count("\n")
+    assert "sorry" not in code.splitlines()[0]
+    assert "sorry" not in code.splitlines()[1] and "admit" not in code.splitlines()[1]
+    assert "native_decide" not in code and "admit" not in code
+    assert code.splitlines()[4].endswith("sorry")
+    assert "h'" in code  # a prime in a name is not a char literal
+
+
+def test_scan_resolves_nested_namespaces_and_lists_findings() -> None:
+    src = "\n".join(
+        [
+            "namespace Absorb",  # 1
+            "theorem top : True := trivial",  # 2
+            "noncomputable section",  # 3
+            "namespace Checker",  # 4
+            "@[simp] lemma inner : True := by",  # 5
+            "  sorry",  # 6
+            "private def helper (n : ℕ) : ℕ := n",  # 7
+            "end Checker",  # 8
+            "end",  # 9
+            "theorem _root_.outside : True := by native_decide",  # 10
+            "axiom cheat : False",  # 11
+            "theorem notSorry : True := trivial -- sorry",  # 12
+            "end Absorb",  # 13
+            "theorem bare : True := by admit",  # 14
+        ]
+    )
+    scanned = lean.scan_lean(src, "Absorb/X.lean")
+    names = {d.name: (d.kind, d.line) for d in scanned.declarations}
+    assert names == {
+        "Absorb.top": ("theorem", 2),
+        "Absorb.Checker.inner": ("theorem", 5),
+        "Absorb.Checker.helper": ("def", 7),
+        "outside": ("theorem", 10),
+        "Absorb.cheat": ("axiom", 11),
+        "Absorb.notSorry": ("theorem", 12),
+        "bare": ("theorem", 14),
+    }
+    found = [(f.kind, f.line, f.declaration) for f in scanned.findings]
+    assert found == [
+        ("sorry", 6, "Absorb.Checker.inner"),
+        ("native_decide", 10, "outside"),
+        ("axiom", 11, "Absorb.cheat"),
+        ("admit", 14, "bare"),
+    ]
+    assert scanned.findings[0].column == 3
+
+
+def test_end_with_dotted_name_closes_nested_namespaces() -> None:
+    src = "namespace A\nnamespace B\ndef x : ℕ := 0\nend A.B\ndef y : ℕ := 1\n"
+    assert [d.name for d in lean.scan_lean(src, "f.lean").declarations] == ["A.B.x", "y"]
+
+
+def test_mismatched_end_is_bad_input() -> None:
+    with pytest.raises(AbsorbError, match="f.lean:2"):
+        lean.scan_lean("namespace A\nend B\n", "f.lean")
+
+
+def _write_library(root: Path, modules: dict[str, str], imported: list[str]) -> None:
+    (root / "Absorb").mkdir()
+    for name, text in modules.items():
+        (root / "Absorb" / f"{name}.lean").write_text(text, encoding="utf-8")
+    (root / "Absorb.lean").write_text(
+        "".join(f"import Absorb.{m}\n" for m in imported), encoding="utf-8"
+    )
+
+
+def test_audit_reports_present_missing_findings_and_imports(tmp_path: Path) -> None:
+    reduction = next(t for t in THEOREMS if t.id == "reduction")
+    first, second = reduction.lean
+    ns, short = first.rsplit(".", 1)
+    text = f"namespace {ns}\ntheorem {short} : True := by\n  sorry\nend {ns}\n"
+    _write_library(tmp_path, {"Reduction": text, "Orphan": "def z : ℕ := 0\n"}, ["Reduction"])
+    report = lean.audit(tmp_path)
+    by_id = {t["id"]: t for t in report["theorems"]}  # type: ignore[union-attr,index]
+    assert set(by_id) == set(THEOREM_IDS)
+    decls = {d["name"]: d for d in by_id["reduction"]["declarations"]}
+    assert decls[first]["status"] == "present" and decls[first]["line"] == 2
+    assert decls[second]["status"] == "missing"
+    assert by_id["reduction"]["status"] == "missing"
+    assert by_id["index_set_necessary"]["status"] == "not_formalized"
+    kinds = {(f["kind"], f["file"], f["line"]) for f in report["findings"]}  # type: ignore[union-attr,index]
+    assert kinds == {("sorry", "Absorb/Reduction.lean", 3), ("not_imported", "Absorb/Orphan.lean", 0)}
+    assert report["ok"] is False
+
+
+def test_audit_ok_when_everything_is_declared_and_clean(tmp_path: Path) -> None:
+    lines = []
+    for name in lean_declarations():
+        ns, short = name.rsplit(".", 1)
+        lines += [f"namespace {ns}", f"theorem {short} : True := trivial", f"end {ns}"]
+    _write_library(tmp_path, {"All": "\n".join(lines) + "\n"}, ["All"])
+    report = lean.audit(tmp_path)
+    assert report["findings"] == []
+    assert report["ok"] is True
+
+
+def test_audit_refuses_a_root_without_library(tmp_path: Path) -> None:
+    with pytest.raises(AbsorbError, match="Absorb/"):
+        lean.audit(tmp_path)
+
+
+def test_audit_of_the_repository_covers_the_manifest() -> None:
+    report = lean.audit(REPO)
+    assert [t["id"] for t in report["theorems"]] == list(THEOREM_IDS)  # type: ignore[union-attr,index]
+    for f in report["findings"]:  # type: ignore[union-attr]
+        assert (REPO / f["file"]).is_file()
+
+
+# --------------------------------------------------------------------------- output parsers
+
+
+def test_parse_lake_build_failure() -> None:
+    text = (FIXTURES / "lake_build_failed.txt").read_text(encoding="utf-8")
+    diags = lean.parse_diagnostics(text)
+    errors = [d for d in diags if d.severity == "error" and d.file]
+    assert [(d.file, d.line, d.column) for d in errors] == [
+        ("Absorb/Degree.lean", 42, 4),
+        ("Absorb/Degree.lean", 61, 10),
+    ]
+    assert errors[0].message.startswith("type mismatch\n  h\nhas type")
+    assert errors[0].message.endswith("(2 : ℝ) ^ k = 2 : Prop")
+    assert errors[1].message == "unknown identifier 'smul_eq_zero_iff'"
+    sorries = [(d.file, d.line) for d in diags if d.sorry]
+    assert sorries == [("Absorb/Basic.lean", 120), ("Absorb/Parity.lean", 57)]
+    unused = next(d for d in diags if "unused variable" in d.message)
+    assert "linter can be disabled" in unused.message and not unused.sorry
+    lake_errors = [d.message for d in diags if d.file is None]
+    assert lake_errors == ["Lean exited with code 1", "build failed"]
+    assert lean.failed_modules(text) == ["Absorb.Degree"]
+
+
+def test_parse_lake_build_success() -> None:
+    text = (FIXTURES / "lake_build_ok.txt").read_text(encoding="utf-8")
+    diags = lean.parse_diagnostics(text)
+    assert [(d.severity, d.file, d.line) for d in diags] == [
+        ("warning", "Absorb/Checker.lean", 140)
+    ]
+    assert lean.failed_modules(text) == []
+
+
+def test_parse_plain_lean_output() -> None:
+    diags = lean.parse_diagnostics((FIXTURES / "lean_plain.txt").read_text(encoding="utf-8"))
+    assert [(d.severity, d.file, d.line, d.column, d.sorry) for d in diags] == [
+        ("error", "Absorb/Linearization.lean", 33, 2, False),
+        ("warning", "Absorb/Linearization.lean", 70, 0, True),
+        ("error", "Absorb/IndexSet.lean", 12, 15, False),
+    ]
+    assert diags[0].message == "unsolved goals\nx : Fin d → ℝ\nhx : A.mulVec x ≠ 0\n⊢ False"
+
+
+def test_parse_print_axioms() -> None:
+    text = (FIXTURES / "print_axioms.txt").read_text(encoding="utf-8")
+    names = [
+        "Absorb.absorbable_skipMap_iff_one",
+        "Absorb.absorbable_skipMap_iff_one_gated",
+        "Absorb.oddPartLinear_relu",
+        "Absorb.not_absorbable_reluSq",
+        "Absorb.Checker.absorbable_of_check",
+        "Absorb.volume_setOf_indexSetCond_eq_zero",
+        "Absorb.not_absorbable_geglu",
+        "Absorb.residualStack_ne_plainStack_of_gate",
+        "Absorb.not_absorbable_swiglu",
+    ]
+    probe, by_line = lean.axiom_probe(names)
+    assert probe.splitlines()[0] == "import Absorb"
+    assert by_line[9] == "Absorb.not_absorbable_geglu"  # the fixture's error lines
+    reports = lean.parse_axioms_output(text, by_line)
+    status = {name: r.status for name, r in reports.items()}
+    assert status == {
+        "Absorb.absorbable_skipMap_iff_one": "proved",
+        "Absorb.absorbable_skipMap_iff_one_gated": "proved",
+        "Absorb.oddPartLinear_relu": "proved",
+        "Absorb.not_absorbable_reluSq": "sorry",
+        "Absorb.Checker.absorbable_of_check": "native_decide",
+        "Absorb.volume_setOf_indexSetCond_eq_zero": "axiom",
+        "Absorb.not_absorbable_geglu": "missing",
+        "Absorb.residualStack_ne_plainStack_of_gate": "error",
+        "Absorb.not_absorbable_swiglu": "error",  # no output at all
+    }
+    assert reports["Absorb.Checker.absorbable_of_check"].axioms == (
+        "propext",
+        "Classical.choice",
+        "Lean.ofReduceBool",
+        "Quot.sound",
+    )
+
+
+def test_axioms_with_position_prefix_are_read() -> None:
+    text = "P.lean:3:0: info: 'Absorb.oddPartLinear_silu' depends on axioms: [propext]\n"
+    reports = lean.parse_axioms_output(text, {3: "Absorb.oddPartLinear_silu"})
+    assert reports["Absorb.oddPartLinear_silu"].status == "proved"
+
+
+def test_theorem_status_is_the_worst_declaration() -> None:
+    names = lean_declarations()
+    reports = {n: lean.AxiomReport(n, "proved", ("propext",), "") for n in names}
+    degree = next(t for t in THEOREMS if t.id == "degree")
+    reports[degree.lean[-1]] = lean.AxiomReport(degree.lean[-1], "sorry", ("sorryAx",), "")
+    statuses = {t["id"]: t["status"] for t in lean.theorem_statuses(reports)}
+    assert statuses["degree"] == "sorry"
+    assert statuses["reduction"] == "proved"
+    assert statuses["index_set_necessary"] == "not_formalized"
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def _fake_repo(tmp_path: Path, build_fixture: str, build_rc: int) -> Path:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fixture = FIXTURES / build_fixture
+    _script(
+        bindir / "lake",
+        f"""case "$1" in
+  build) cat "{fixture}"; exit {build_rc};;
+  env) sed -n "s/^#print axioms \\(.*\\)$/'\\1' depends on axioms: [propext, Quot.sound]/p" "$3";;
+  exe) echo '{{"verdict": "absorbed"}}';;
+esac
+""",
+    )
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "lakefile.lean").write_text("-- fake\n", encoding="utf-8")
+    return bindir
+
+
+def test_verify_with_failing_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bindir = _fake_repo(tmp_path, "lake_build_failed.txt", 1)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    result = lean.verify(tmp_path / "repo", timeout=30)
+    build = result["build"]
+    assert build["returncode"] == 1 and build["ok"] is False  # type: ignore[index]
+    assert build["failed_modules"] == ["Absorb.Degree"]  # type: ignore[index]
+    assert [e["line"] for e in build["errors"] if e["file"]] == [42, 61]  # type: ignore[index]
+    assert result["checker"] == []  # no checker run on a failed build
+    assert result["ok"] is False
+
+
+def test_verify_with_passing_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bindir = _fake_repo(tmp_path, "lake_build_ok.txt", 0)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    result = lean.verify(tmp_path / "repo", timeout=30)
+    statuses = {t["id"]: t["status"] for t in result["theorems"]}  # type: ignore[union-attr,index]
+    assert statuses == {
+        tid: ("not_formalized" if tid == "index_set_necessary" else "proved")
+        for tid in THEOREM_IDS
+    }
+    [planted] = result["checker"]  # type: ignore[misc]
+    assert planted["source"] == "python" and planted["agrees"] is True
+    assert result["ok"] is True
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = _script(tmp_path / "slow", f"sleep 60 & echo $! > {pids}; echo started; wait\n")
+    start = time.monotonic()
+    result = lean.run_process([str(script)], tmp_path, timeout=1.0, grace=2.0)
+    assert result.timed_out and result.returncode is None
+    assert time.monotonic() - start < 10
+    assert "started" in result.output
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_sigterm_ignoring_group_is_killed(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = _script(
+        tmp_path / "stubborn", f"trap '' TERM\n(trap '' TERM; sleep 60) & echo $! > {pids}\nwait\n"
+    )
+    result = lean.run_process([str(script)], tmp_path, timeout=0.5, grace=0.5)
+    assert result.timed_out
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_nonzero_exit_is_reported(tmp_path: Path) -> None:
+    script = _script(tmp_path / "fails", "echo 'error: build failed' >&2; exit 3\n")
+    result = lean.run_process([str(script)], tmp_path, timeout=10)
+    assert result.returncode == 3 and not result.timed_out
+    assert result.output.strip() == "error: build failed"
+
+
+def test_missing_binary_raises_tool_missing(tmp_path: Path) -> None:
+    with pytest.raises(ToolMissing):
+        lean.run_process([str(tmp_path / "no-such-lake")], tmp_path, timeout=5)
+
+
+def test_verify_without_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert lean.find_lake() is None
+    with pytest.raises(ToolMissing, match="elan-init.sh"):
+        lean.verify(REPO)
+
+
+def test_find_lake_falls_back_to_elan_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".elan" / "bin").mkdir(parents=True)
+    lake = _script(tmp_path / ".elan" / "bin" / "lake", "exit 0\n")
+    assert lean.find_lake() == lake
+
+
+# --------------------------------------------------------------------------- real toolchain
+
+
+@pytest.mark.lean
+@pytest.mark.skipif(lean.find_lake() is None, reason="no Lean toolchain (lake) installed")
+def test_verify_with_real_toolchain() -> None:
+    result = lean.verify(REPO)
+    assert [t["id"] for t in result["theorems"]] == list(THEOREM_IDS)  # type: ignore[union-attr,index]
+    if result["build"]["ok"]:  # type: ignore[index]
+        assert all(c["agrees"] for c in result["checker"]), result["checker"]  # type: ignore[union-attr,index]

@@ -1,0 +1,131 @@
+"""Weights files: round trips, exact rationals, and every bad-input rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absorb import weights
+from absorb.activations import get_activation
+from absorb.errors import AbsorbError
+from absorb.weights import load_block, rational_rank
+
+RELU = get_activation("relu")
+
+
+def _good(d: int = 2, n: int = 3) -> dict[str, np.ndarray]:
+    gen = np.random.default_rng(1)
+    return {"W_up": gen.standard_normal((n, d)), "W_down": gen.standard_normal((d, n))}
+
+
+def test_npz_round_trip(tmp_path: Path) -> None:
+    arrays = {**_good(), "b_up": np.arange(3.0), "b_down": np.ones(2),
+              "A_skip": np.array([[2.0, 1.0], [0.0, 1.0]])}
+    np.savez(tmp_path / "w.npz", **arrays)
+    block = load_block(tmp_path / "w.npz", RELU)
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(getattr(block, key), value)
+    assert block.exact is None
+
+
+def test_json_floats_are_read_as_floats(write_json: Callable[..., Path]) -> None:
+    block = load_block(write_json({"W_up": [[0.5, 1], [2, 3]], "W_down": [[1, 0], [0, 1.5]]}),
+                       RELU)
+    assert block.exact is None
+    np.testing.assert_array_equal(block.W_up, [[0.5, 1.0], [2.0, 3.0]])
+
+
+def test_json_rationals_are_exact(write_json: Callable[..., Path]) -> None:
+    path = write_json({"W_up": [["1/3", 0.1], [2, "-7/2"]], "W_down": [[1, 0], [0, 1]]})
+    block = load_block(path, RELU)
+    assert block.exact is not None
+    assert block.exact.W_up[0, 0] == Fraction(1, 3)
+    assert block.exact.W_up[0, 1] == Fraction(1, 10)  # the decimal as written, not the double
+    assert block.exact.W_up[1, 1] == Fraction(-7, 2)
+    assert block.W_up[0, 0] == pytest.approx(1 / 3, rel=1e-16)
+    integers = load_block(write_json({"W_up": [[1, 2]], "W_down": [[3], [4]]}, "i.json"), RELU)
+    assert integers.exact is not None and integers.exact.W_down[1, 0] == 4
+
+
+def test_rational_rank() -> None:
+    q = np.array([[Fraction(1, 3), Fraction(2, 3)], [Fraction(1), Fraction(2)]], dtype=object)
+    assert rational_rank(q) == 1
+    eye = np.array([[Fraction(int(i == j)) for j in range(3)] for i in range(3)], dtype=object)
+    assert rational_rank(eye) == 3
+    assert rational_rank(np.zeros((2, 2), dtype=int).astype(object)) == 0
+
+
+JSON_ERRORS = [
+    ({"W_up": [[1, 2]]}, "missing keys W_down"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "W_extra": [1]}, "unexpected keys W_extra"),
+    ({"W_up": [[1, 2]], "W_down": [[1, 1]]}, "W_down has shape 1x2, expected 2x1"),
+    ({"W_up": [[1, 2], [3]], "W_down": [[1, 1], [1, 1]]}, "ragged"),
+    ({"W_up": [[[1]]], "W_down": [[1]]}, "more than 2 dimensions"),
+    ({"W_up": [["abc", 1]], "W_down": [[1], [1]]}, "not a number"),
+    ({"W_up": [["1/0", 1]], "W_down": [[1], [1]]}, "not a number"),
+    ({"W_up": [[True, 1]], "W_down": [[1], [1]]}, "non-numeric"),
+    ({"W_up": [[None, 1]], "W_down": [[1], [1]]}, "non-numeric"),
+    ({"W_up": [[10**400, 1]], "W_down": [[1], [1]]}, "too large"),
+    ({"W_up": [[1e308 * 10, 1]], "W_down": [[1], [1]]}, "NaN or Inf"),
+    ({"W_up": [], "W_down": []}, "matrix"),
+    ({"W_up": [[]], "W_down": [[]]}, "zero size"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "W_gate": [[1, 1]]}, "not gated"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": [[1, 2], [2, 4]]}, "singular"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": [["1/3", "2/3"], [1, 2]]}, "singular"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": [[1.0, 0], [0, 1e-14]]}, "singular"),
+    ([1, 2], "expected a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), JSON_ERRORS)
+def test_bad_json_is_a_one_line_error(data: object, message: str,
+                                      write_json: Callable[..., Path]) -> None:
+    with pytest.raises(AbsorbError, match=message) as info:
+        load_block(write_json(data), RELU)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(AbsorbError, match="no such file"):
+        load_block(tmp_path / "none.npz", RELU)
+    (tmp_path / "w.txt").write_text("1")
+    with pytest.raises(AbsorbError, match="unknown weights format '.txt'"):
+        load_block(tmp_path / "w.txt", RELU)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(AbsorbError, match="not valid JSON"):
+        load_block(tmp_path / "bad.json", RELU)
+    (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 garbage")
+    with pytest.raises(AbsorbError, match="not a readable .npz"):
+        load_block(tmp_path / "bad.npz", RELU)
+    (tmp_path / "dir.npz").mkdir()
+    with pytest.raises(AbsorbError, match="no such file"):
+        load_block(tmp_path / "dir.npz", RELU)
+
+
+def test_bad_npz_arrays(tmp_path: Path) -> None:
+    good = _good()
+    np.savez(tmp_path / "obj.npz", W_up=np.array([{"a": 1}], dtype=object), W_down=good["W_down"])
+    with pytest.raises(AbsorbError, match="object array"):
+        load_block(tmp_path / "obj.npz", RELU)
+    np.savez(tmp_path / "str.npz", W_up=np.array([["a", "b"]]), W_down=good["W_down"])
+    with pytest.raises(AbsorbError, match="non-numeric"):
+        load_block(tmp_path / "str.npz", RELU)
+    nan = good["W_up"].copy()
+    nan[0, 0] = np.nan
+    np.savez(tmp_path / "nan.npz", W_up=nan, W_down=good["W_down"])
+    with pytest.raises(AbsorbError, match="W_up contains NaN or Inf"):
+        load_block(tmp_path / "nan.npz", RELU)
+    np.savez(tmp_path / "gate.npz", **good)
+    with pytest.raises(AbsorbError, match="gated and needs W_gate"):
+        load_block(tmp_path / "gate.npz", get_activation("swiglu"))
+
+
+def test_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    np.savez(tmp_path / "w.npz", **_good())
+    monkeypatch.setitem(weights.MAX_FILE_BYTES, ".npz", 100)
+    with pytest.raises(AbsorbError, match="more than the limit 100"):
+        load_block(tmp_path / "w.npz", RELU)
