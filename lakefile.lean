@@ -9,11 +9,14 @@ package absorb where
 require mathlib from git
   "https://github.com/leanprover-community/mathlib4" @ "v4.19.0"
 
-/-- The formal library: one module per argument of the paper. -/
+/-- The formal library: one module per argument of the paper. `AbsorbCheck` (the checker's
+`main`) is a root too, so that `lake build` type-checks all of it. -/
 @[default_target]
-lean_lib Absorb
+lean_lib Absorb where
+  roots := #[`Absorb, `AbsorbCheck]
 
-/-- `lake exe absorb-check FILE.json`: the exact index-set checker over ℚ. -/
-@[default_target]
+/-- `lake exe absorb-check FILE.json`: the exact index-set checker over ℚ. Not a default
+target: linking it compiles the native code of every Mathlib module it imports, which takes long
+on a first build; `lake exe absorb-check` builds it on demand. -/
 lean_exe «absorb-check» where
   root := `AbsorbCheck

@@ -81,8 +81,7 @@ def entryFunctional (up : Matrix (Fin n) (Fin d) ℝ) (S : Finset (Fin n)) (j k 
   map_smul' c x := by
     first
       | (simp [Finset.mul_sum, mul_assoc]; done)
-      | (simp only [Pi.smul_apply, smul_eq_mul, RingHom.id_apply, Finset.mul_sum];
-          exact Finset.sum_congr rfl fun i _ => mul_assoc c (x j i) (up i k))
+      | simp only [Pi.smul_apply, smul_eq_mul, RingHom.id_apply, Finset.mul_sum, mul_assoc]
 
 /-- Evaluation of `entryFunctional`: `∑_{i ∈ S} W_down j i * W_up i k`. -/
 @[simp] lemma entryFunctional_apply (up : Matrix (Fin n) (Fin d) ℝ) (S : Finset (Fin n))
@@ -125,7 +124,8 @@ theorem volume_setOf_indexSetCond_fixed_eq_zero {A : Matrix (Fin d) (Fin d) ℝ}
     have hsub : {down : Fin d → Fin n → ℝ | IndexSetCond A up down S} ⊆
         {x | entryFunctional up S j k x = entryFunctional up S j k down₀} := by
       intro down hdown
-      have e₁ : entryFunctional up S j k down = -A j k := hdown j k
+      have hd : IndexSetCond A up down S := hdown
+      have e₁ : entryFunctional up S j k down = -A j k := hd j k
       exact e₁.trans e₀.symm
     exact measure_mono_null hsub
       (addHaar_setOf_apply_eq_apply (E := Fin d → Fin n → ℝ) volume

@@ -25,9 +25,11 @@ whenever `y t / t → v` as `t → 0⁺`, also `M(y t) / t → 0`
 * `Absorb.not_absorbable_of_gate_continuousAt` : Proposition 6 (continuity version).
 * `Absorb.not_absorbable_swiglu` : the SwiGLU instance (`g = silu`).
 * `Absorb.not_absorbable_geglu` : the GeGLU instance (`g = geluWith Φ`, `Φ` continuous at `0`).
+* `Absorb.not_absorbable_geglu_tanh` : the same with the tanh approximation `geluTanh`.
 
 Also: continuity of `sigmoid` and `silu` (`Absorb.continuous_sigmoid`, `Absorb.continuous_silu`),
-`Absorb.silu_zero`, `Absorb.geluWith_zero`, `Absorb.continuousAt_geluWith`, and small limit
+`Absorb.continuous_geluTanh`, `Absorb.silu_zero`, `Absorb.geluWith_zero`, `Absorb.geluTanh_zero`,
+`Absorb.continuousAt_geluWith`, and small limit
 lemmas along `𝓝[>] 0` reused by `Absorb.Depth`.
 -/
 
@@ -84,13 +86,18 @@ theorem tendsto_zero_of_tendsto_inv_smul {y : ℝ → Fin d → ℝ} {v : Fin d 
 theorem inv_smul_gatedMap (g : ℝ → ℝ) (V : GatedWeights d n) (t : ℝ) (y : Fin d → ℝ) :
     t⁻¹ • gatedMap g V y =
       V.down *ᵥ fun i => g ((V.gate *ᵥ y) i) * (V.up *ᵥ (t⁻¹ • y)) i := by
-  simp only [gatedMap]
-  rw [← Matrix.mulVec_smul]
-  congr 1
-  funext i
-  rw [Matrix.mulVec_smul]
-  simp only [Pi.smul_apply, smul_eq_mul]
-  ring
+  have hw : (t⁻¹ • fun i => g ((V.gate *ᵥ y) i) * (V.up *ᵥ y) i) =
+      fun i => g ((V.gate *ᵥ y) i) * (V.up *ᵥ (t⁻¹ • y)) i := by
+    funext i
+    first
+    | (rw [Matrix.mulVec_smul V.up t⁻¹ y]; simp only [Pi.smul_apply, smul_eq_mul]; ring)
+    | (simp only [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]; ring)
+  have hmv : t⁻¹ • gatedMap g V y =
+      V.down *ᵥ (t⁻¹ • fun i => g ((V.gate *ᵥ y) i) * (V.up *ᵥ y) i) :=
+    (Matrix.mulVec_smul V.down t⁻¹ _).symm
+  first
+  | rw [hmv, hw]
+  | exact hmv.trans (congrArg (fun w => V.down *ᵥ w) hw)
 
 /-- **Flatness of gated blocks at `0`** (the core of the paper's Proposition 6). Let `g 0 = 0`
 and `g` be continuous at `0`. If `t⁻¹ • y t → v` as `t → 0⁺`, then
@@ -109,8 +116,10 @@ theorem tendsto_inv_smul_gatedMap {g : ℝ → ℝ} (hg0 : g 0 = 0) (hg : Contin
       (𝓝[>] 0) (𝓝 0) := by
     rw [tendsto_pi_nhds]
     intro i
-    have h1 : Tendsto (fun t : ℝ => (V.gate *ᵥ y t) i) (𝓝[>] 0) (𝓝 0) :=
-      tendsto_pi_nhds.1 hgate i
+    have h1 : Tendsto (fun t : ℝ => (V.gate *ᵥ y t) i) (𝓝[>] 0) (𝓝 0) := by
+      first
+      | exact tendsto_pi_nhds.1 hgate i
+      | simpa using tendsto_pi_nhds.1 hgate i
     have h2 := hg.tendsto.comp h1
     rw [hg0] at h2
     have h3 := h2.mul (tendsto_pi_nhds.1 hup i)
@@ -124,8 +133,9 @@ theorem tendsto_inv_smul_gatedMap {g : ℝ → ℝ} (hg0 : g 0 = 0) (hg : Contin
       fun t => V.down *ᵥ fun i => g ((V.gate *ᵥ y t) i) * (V.up *ᵥ (t⁻¹ • y t)) i := by
     funext t
     exact inv_smul_gatedMap g V t (y t)
-  rw [key]
-  exact h4
+  first
+  | (rw [key]; exact h4)
+  | exact h4.congr fun t => (congrFun key t).symm
 
 /-! ### Proposition 6 -/
 
@@ -157,11 +167,19 @@ theorem not_absorbable_of_gate_continuousAt {g : ℝ → ℝ} (hg0 : g 0 = 0)
       fun t => A *ᵥ (t⁻¹ • t • x) + t⁻¹ • gatedMap g W (t • x) := by
     funext t
     have hVt : gatedMap g V (t • x) = A *ᵥ (t • x) + gatedMap g W (t • x) := hV (t • x)
-    rw [hVt, smul_add, ← Matrix.mulVec_smul]
+    rw [hVt, smul_add]
+    first
+    | exact congrArg (fun z : Fin d → ℝ => z + t⁻¹ • gatedMap g W (t • x))
+        (Matrix.mulVec_smul A t⁻¹ (t • x)).symm
+    | (rw [← Matrix.mulVec_smul]; done)
+    | (rw [← Matrix.mulVec_smul]; rfl)
+    | simp only [Matrix.mulVec_smul]
+  have hlim := (tendsto_mulVec_of_tendsto A hx).add (tendsto_inv_smul_gatedMap hg0 hg W hx)
   have hskip : Tendsto (fun t : ℝ => t⁻¹ • gatedMap g V (t • x)) (𝓝[>] 0)
       (𝓝 (A *ᵥ x + 0)) := by
-    rw [hfun]
-    exact (tendsto_mulVec_of_tendsto A hx).add (tendsto_inv_smul_gatedMap hg0 hg W hx)
+    first
+    | (rw [hfun]; exact hlim)
+    | exact hlim.congr fun t => (congrFun hfun t).symm
   have hfree : Tendsto (fun t : ℝ => t⁻¹ • gatedMap g V (t • x)) (𝓝[>] 0) (𝓝 0) :=
     tendsto_inv_smul_gatedMap hg0 hg V hx
   have h := tendsto_nhds_unique hskip hfree
@@ -220,6 +238,45 @@ theorem not_absorbable_geglu {Φ : ℝ → ℝ} (hΦ : ContinuousAt Φ 0)
     {A : Matrix (Fin d) (Fin d) ℝ} (hA : A ≠ 0) (W : GatedWeights d n) :
     ¬ Absorbable (gated (geluWith Φ) d n) (skipMap A (gated (geluWith Φ) d n) W) :=
   not_absorbable_of_gate_continuousAt (geluWith_zero Φ) (continuousAt_geluWith hΦ) hA W
+
+/-- `tanh` is continuous: `tanh = sinh / cosh` with `cosh > 0`. -/
+private theorem continuous_tanh' : Continuous Real.tanh := by
+  have h : Real.tanh = fun x => Real.sinh x / Real.cosh x := by
+    funext x
+    exact Real.tanh_eq_sinh_div_cosh x
+  rw [h]
+  first
+  | exact Real.continuous_sinh.div Real.continuous_cosh fun x => (Real.cosh_pos x).ne'
+  | exact Real.continuous_sinh.div₀ Real.continuous_cosh fun x => (Real.cosh_pos x).ne'
+
+/-- The tanh approximation of GELU is continuous. -/
+theorem continuous_geluTanh : Continuous geluTanh := by
+  have hin : Continuous fun z : ℝ => Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3) := by
+    first
+    | exact continuous_const.mul (continuous_id.add (continuous_const.mul (continuous_id.pow 3)))
+    | fun_prop
+    | continuity
+  have hF : Continuous fun z : ℝ =>
+      (1 + Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3))) / 2 :=
+    (continuous_const.add (continuous_tanh'.comp hin)).div_const 2
+  have h : Continuous fun z : ℝ =>
+      z * ((1 + Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3))) / 2) :=
+    continuous_id.mul hF
+  exact h
+
+/-- `geluTanh 0 = 0`. -/
+theorem geluTanh_zero : geluTanh 0 = 0 := by
+  first
+  | (unfold geluTanh; exact zero_mul _)
+  | (simp [geluTanh]; done)
+
+/-- **GeGLU with the tanh approximation of GELU** (instance of the paper's Proposition 6): the
+skip block with gate `geluTanh` and `A ≠ 0` is not absorbable by any residual-free block of the
+same kind and width. -/
+theorem not_absorbable_geglu_tanh {A : Matrix (Fin d) (Fin d) ℝ} (hA : A ≠ 0)
+    (W : GatedWeights d n) :
+    ¬ Absorbable (gated geluTanh d n) (skipMap A (gated geluTanh d n) W) :=
+  not_absorbable_of_gate_continuousAt geluTanh_zero continuous_geluTanh.continuousAt hA W
 
 end Absorb
 

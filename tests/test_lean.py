@@ -3,11 +3,15 @@ against real processes (fake `lake` scripts on a temporary PATH)."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import stat
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from absorb import lean
@@ -84,9 +88,10 @@ def test_end_with_dotted_name_closes_nested_namespaces() -> None:
     assert [d.name for d in lean.scan_lean(src, "f.lean").declarations] == ["A.B.x", "y"]
 
 
-def test_mismatched_end_is_bad_input() -> None:
-    with pytest.raises(AbsorbError, match="f.lean:2"):
-        lean.scan_lean("namespace A\nend B\n", "f.lean")
+def test_mismatched_end_is_a_parse_finding() -> None:
+    scanned = lean.scan_lean("namespace A\nend B\ndef x : ℕ := 0\nend A\n", "f.lean")
+    assert [(f.kind, f.line) for f in scanned.findings] == [("parse", 2)]
+    assert [d.name for d in scanned.declarations] == ["A.x"]
 
 
 def _write_library(root: Path, modules: dict[str, str], imported: list[str]) -> None:
@@ -103,7 +108,9 @@ def test_audit_reports_present_missing_findings_and_imports(tmp_path: Path) -> N
     first, second = reduction.lean
     ns, short = first.rsplit(".", 1)
     text = f"namespace {ns}\ntheorem {short} : True := by\n  sorry\nend {ns}\n"
-    _write_library(tmp_path, {"Reduction": text, "Orphan": "def z : ℕ := 0\n"}, ["Reduction"])
+    _write_library(
+        tmp_path, {"Reduction": text, "Orphan": "def z : ℕ := 0\n"}, ["Reduction", "Gone"]
+    )
     report = lean.audit(tmp_path)
     by_id = {t["id"]: t for t in report["theorems"]}  # type: ignore[union-attr,index]
     assert set(by_id) == set(THEOREM_IDS)
@@ -113,7 +120,11 @@ def test_audit_reports_present_missing_findings_and_imports(tmp_path: Path) -> N
     assert by_id["reduction"]["status"] == "missing"
     assert by_id["index_set_necessary"]["status"] == "not_formalized"
     kinds = {(f["kind"], f["file"], f["line"]) for f in report["findings"]}  # type: ignore[union-attr,index]
-    assert kinds == {("sorry", "Absorb/Reduction.lean", 3), ("not_imported", "Absorb/Orphan.lean", 0)}
+    assert kinds == {
+        ("sorry", "Absorb/Reduction.lean", 3),
+        ("not_imported", "Absorb/Orphan.lean", 0),
+        ("missing_module", "Absorb.lean", 2),
+    }
     assert report["ok"] is False
 
 
@@ -253,6 +264,20 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+# A reference checker for the fake `lake exe absorb-check`: W_down[:,S] W_up[S,:] = -A over Q.
+FAKE_CHECKER = """
+import json, sys
+from fractions import Fraction as Q
+j = json.load(open(sys.argv[1]))
+up = [[Q(v) for v in r] for r in j["W_up"]]
+down = [[Q(v) for v in r] for r in j["W_down"]]
+d, S = len(down), j["S"]
+A = j.get("A_skip") or [[int(i == k) for k in range(d)] for i in range(d)]
+ok = all(sum(down[i][s] * up[s][k] for s in S) == -Q(A[i][k]) for i in range(d) for k in range(d))
+print(json.dumps({"verdict": "absorbed" if ok else "condition_fails", "S": S}))
+"""
+
+
 def _fake_repo(tmp_path: Path, build_fixture: str, build_rc: int) -> Path:
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -262,7 +287,7 @@ def _fake_repo(tmp_path: Path, build_fixture: str, build_rc: int) -> Path:
         f"""case "$1" in
   build) cat "{fixture}"; exit {build_rc};;
   env) sed -n "s/^#print axioms \\(.*\\)$/'\\1' depends on axioms: [propext, Quot.sound]/p" "$3";;
-  exe) echo '{{"verdict": "absorbed"}}';;
+  exe) python3 -c "$CHECKER" "$3";;
 esac
 """,
     )
@@ -286,6 +311,7 @@ def test_verify_with_failing_build(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_verify_with_passing_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bindir = _fake_repo(tmp_path, "lake_build_ok.txt", 0)
+    monkeypatch.setenv("CHECKER", FAKE_CHECKER)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     result = lean.verify(tmp_path / "repo", timeout=30)
     statuses = {t["id"]: t["status"] for t in result["theorems"]}  # type: ignore[union-attr,index]
@@ -293,9 +319,46 @@ def test_verify_with_passing_build(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         tid: ("not_formalized" if tid == "index_set_necessary" else "proved")
         for tid in THEOREM_IDS
     }
-    [planted] = result["checker"]  # type: ignore[misc]
-    assert planted["source"] == "python" and planted["agrees"] is True
+    checks = result["checker"]
+    assert [(c["input"], c["agrees"]) for c in checks] == [  # type: ignore[index,union-attr]
+        ("planted_found.json", True),
+        ("planted_wrong_S.json", True),
+    ]
     assert result["ok"] is True
+
+
+def test_verify_reports_a_checker_disagreement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bindir = _fake_repo(tmp_path, "lake_build_ok.txt", 0)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    # a broken checker that accepts everything
+    monkeypatch.setenv("CHECKER", "import sys, json; print(json.dumps({'verdict': 'absorbed'}))")
+    result = lean.verify(tmp_path / "repo", timeout=30)
+    verdicts = {c["input"]: c["agrees"] for c in result["checker"]}  # type: ignore[index,union-attr]
+    assert verdicts == {"planted_found.json": False, "planted_wrong_S.json": False}
+    assert result["ok"] is False
+
+
+def test_python_checker_cases_are_decided_correctly() -> None:
+    from absorb.certificates import index_set_residual
+
+    cases = lean.python_checker_cases(np.random.default_rng(0))
+    assert [expected["verdict"] for _, _, expected in cases] == ["absorbed", "condition_fails"]
+    for _, payload, expected in cases:
+        residual = index_set_residual(payload["W_up"], payload["W_down"], payload["S"])
+        assert (residual == 0) == (expected["verdict"] == "absorbed")
+
+
+def test_checker_agreement_on_the_lean_fixtures() -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "lean"
+    for expected_path in sorted(fixtures.glob("*.expected.json")):
+        text = expected_path.read_text(encoding="utf-8")
+        expected = json.loads(text)
+        assert lean.checker_agrees("lake noise\n" + text, expected)[0]
+        altered = {**expected, "verdict": "something else"}
+        assert not lean.checker_agrees(text, altered)[0]
+    assert not lean.checker_agrees("not json", {"verdict": "absorbed"})[0]
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -306,6 +369,25 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert result.timed_out and result.returncode is None
     assert time.monotonic() - start < 10
     assert "started" in result.output
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_ctrl_c_kills_the_group_and_propagates(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = _script(tmp_path / "slow", f"sleep 60 & echo $! > {pids}; wait\n")
+    # SIGINT from another thread: Python raises KeyboardInterrupt in the main thread, inside
+    # run_process's wait, as it would on Ctrl-C at the terminal.
+    timer = threading.Timer(1.0, signal.raise_signal, args=(signal.SIGINT,))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lean.run_process([str(script)], tmp_path, timeout=30, grace=1.0)
+    finally:
+        timer.cancel()
     child = int(pids.read_text())
     deadline = time.monotonic() + 5
     while _alive(child) and time.monotonic() < deadline:
@@ -343,7 +425,7 @@ def test_verify_without_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("HOME", str(tmp_path))
     assert lean.find_lake() is None
-    with pytest.raises(ToolMissing, match="elan-init.sh"):
+    with pytest.raises(ToolMissing, match=r"elan-init\.sh"):
         lean.verify(REPO)
 
 

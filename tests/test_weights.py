@@ -93,13 +93,13 @@ def test_bad_files(tmp_path: Path) -> None:
     with pytest.raises(AbsorbError, match="no such file"):
         load_block(tmp_path / "none.npz", RELU)
     (tmp_path / "w.txt").write_text("1")
-    with pytest.raises(AbsorbError, match="unknown weights format '.txt'"):
+    with pytest.raises(AbsorbError, match=r"unknown weights format '\.txt'"):
         load_block(tmp_path / "w.txt", RELU)
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(AbsorbError, match="not valid JSON"):
         load_block(tmp_path / "bad.json", RELU)
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 garbage")
-    with pytest.raises(AbsorbError, match="not a readable .npz"):
+    with pytest.raises(AbsorbError, match=r"not a readable \.npz"):
         load_block(tmp_path / "bad.npz", RELU)
     (tmp_path / "dir.npz").mkdir()
     with pytest.raises(AbsorbError, match="no such file"):
@@ -129,3 +129,15 @@ def test_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(weights.MAX_FILE_BYTES, ".npz", 100)
     with pytest.raises(AbsorbError, match="more than the limit 100"):
         load_block(tmp_path / "w.npz", RELU)
+
+
+def test_entry_limit_is_checked_from_the_headers(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # compressed zeros: a small file whose arrays are large once loaded
+    np.savez_compressed(tmp_path / "big.npz", W_up=np.zeros((2000, 500)),
+                        W_down=np.zeros((500, 2000)))
+    assert (tmp_path / "big.npz").stat().st_size < 100_000
+    monkeypatch.setattr(weights, "MAX_ENTRIES", 10**5)
+    monkeypatch.setattr(np, "load", None)  # the data must not be read at all
+    with pytest.raises(AbsorbError, match="W_up has 1000000 entries, more than the limit"):
+        load_block(tmp_path / "big.npz", RELU)

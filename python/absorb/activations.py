@@ -43,7 +43,7 @@ def relu2(z: Array) -> Array:
 
 def gelu(z: Array) -> Array:
     """Exact GELU z Φ(z), Φ the standard normal CDF (``ndtr`` is accurate in both tails)."""
-    return z * ndtr(z)
+    return np.asarray(z * ndtr(z), dtype=np.float64)
 
 
 def gelu_tanh(z: Array) -> Array:
@@ -53,7 +53,7 @@ def gelu_tanh(z: Array) -> Array:
 
 def silu(z: Array) -> Array:
     """SiLU / Swish z·s(z), s the logistic sigmoid (``expit`` does not overflow)."""
-    return z * expit(z)
+    return np.asarray(z * expit(z), dtype=np.float64)
 
 
 def sigmoid(z: Array) -> Array:

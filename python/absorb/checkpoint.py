@@ -14,7 +14,7 @@ import json
 import re
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,10 +52,16 @@ class _Reader:
             raise AbsorbError(f"{path}: no such file")
         self.path = path
         try:
-            self._file: Any = safe_open(str(path), framework="np")
-            self.keys = frozenset(self._file.keys())
+            self._file = cast(Any, safe_open(str(path), framework="np"))
+            self.keys: frozenset[str] = frozenset(self._file.keys())
         except Exception as exc:  # safetensors raises its own error types for bad headers
             raise AbsorbError(f"{path}: not a readable safetensors file ({exc})") from None
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.__exit__(None, None, None)  # releases the memory map
 
     def tensor(self, key: str) -> Array:
         dtype = self._file.get_slice(key).get_dtype()
@@ -93,7 +99,7 @@ def _layers(keys: frozenset[str], patterns: dict[str, str]) -> list[int | None]:
         if idx != every:
             raise AbsorbError(f"layer {min(every - idx)}: no tensor matches "
                               f"--{role} {patterns[role]!r}")
-    return sorted(every)  # type: ignore[arg-type]
+    return [*sorted(every)]
 
 
 def _bias_key(weight_key: str) -> str | None:
@@ -136,15 +142,15 @@ def inspect_checkpoint(
         need = "needs --gate" if activation.gated else "takes no --gate"
         raise AbsorbError(f"activation {activation.name} {need}")
     patterns = {"up": up, "down": down, **({"gate": gate} if gate is not None else {})}
-    reader = _Reader(path)
     rng = np.random.default_rng(0) if rng is None else rng
     layers = []
-    for layer in tqdm(_layers(reader.keys, patterns), desc="layers", disable=not progress):
-        try:
-            block, keys = _load_layer(reader, patterns, layer, activation)
-        except AbsorbError as exc:
-            raise AbsorbError(f"layer {layer}: {exc}") from None
-        layers.append({"layer": layer, "keys": keys,
-                       **decide(block, rng=rng, search=not skip_search)})
+    with _Reader(path) as reader:
+        for layer in tqdm(_layers(reader.keys, patterns), desc="layers", disable=not progress):
+            try:
+                block, keys = _load_layer(reader, patterns, layer, activation)
+            except AbsorbError as exc:
+                raise AbsorbError(f"layer {layer}: {exc}") from None
+            layers.append({"layer": layer, "keys": keys,
+                           **decide(block, rng=rng, search=not skip_search)})
     return {"checkpoint": str(path), "activation": activation.name, "patterns": patterns,
             "layers": layers}

@@ -284,10 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         result, lines = args.run(args)
-        if args.json:
-            text = json.dumps(plain(result), allow_nan=False)
-        else:
-            text = "\n".join(lines)
+        text = json.dumps(plain(result), allow_nan=False) if args.json else "\n".join(lines)
         sys.stdout.write(text + "\n")
         return 0
     except SystemExit as exc:  # --help

@@ -6,8 +6,8 @@ Two entry points, both keyed on the manifest (:mod:`absorb.manifest`):
   and string literals are blanked out first, so that only code counts; then it resolves
   declaration names through ``namespace``/``section``/``end``, and lists every ``sorry``,
   ``admit``, ``native_decide`` and ``axiom`` declaration with file and line, every module of
-  ``Absorb/`` that ``Absorb.lean`` does not import, and per manifest theorem whether its
-  declarations exist.
+  ``Absorb/`` that ``Absorb.lean`` does not import, every import of ``Absorb.lean`` without a
+  source file, and per manifest theorem whether its declarations exist.
 * :func:`verify` runs ``lake build`` (own process group, timeout, clean kill), parses its
   diagnostics, runs ``#print axioms`` on every manifest declaration through ``lake env lean``
   and classifies each theorem, then runs the compiled checker ``lake exe absorb-check`` on the
@@ -161,7 +161,7 @@ class Declaration:
 class Finding:
     """Something that keeps the library from counting as checked."""
 
-    kind: str  # sorry, admit, native_decide, axiom, not_imported
+    kind: str  # sorry, admit, native_decide, axiom, not_imported, missing_module, parse
     file: str
     line: int
     column: int  # 1-based; 0 where not applicable
@@ -198,7 +198,10 @@ def scan_lean(source: str, file: str) -> ScannedFile:
         elif _MUTUAL_RE.match(line):
             scopes.append(("mutual", ()))
         elif m := _END_RE.match(line):
-            _close_scope(scopes, m.group(1), file, lineno)
+            problem = _close_scope(scopes, m.group(1))
+            if problem:
+                # Reported, not raised: the audit goes on and `ok` turns false.
+                findings.append(Finding("parse", file, lineno, 1, problem, current))
         elif m := _DECL_RE.match(line):
             kind, name = m.group(1), m.group(2)
             if kind == "lemma":
@@ -208,9 +211,8 @@ def scan_lean(source: str, file: str) -> ScannedFile:
                 declarations.append(Declaration(full, kind, file, lineno))
                 current = full
                 if kind == "axiom":
-                    findings.append(
-                        Finding("axiom", file, lineno, m.start(1) + 1, _raw(raw_lines, lineno), full)
-                    )
+                    text = _raw(raw_lines, lineno)
+                    findings.append(Finding("axiom", file, lineno, m.start(1) + 1, text, full))
             else:
                 current = None
         for kind, pattern in _FORBIDDEN.items():
@@ -232,26 +234,25 @@ def _qualify(scopes: Sequence[tuple[str, tuple[str, ...]]], name: str) -> str:
     return ".".join([*prefix, name])
 
 
-def _close_scope(
-    scopes: list[tuple[str, tuple[str, ...]]], name: str, file: str, lineno: int
-) -> None:
+def _close_scope(scopes: list[tuple[str, tuple[str, ...]]], name: str) -> str | None:
     """Pop the scope closed by ``end name`` (``end A.B`` closes ``namespace A.B`` or two nested
-    namespaces ``A`` and ``B``)."""
+    namespaces ``A`` and ``B``); a message when it matches no open scope."""
     parts = tuple(name.split(".")) if name else ()
     if not parts:
         if scopes and scopes[-1][1] == ():
             scopes.pop()
-            return
-        raise AbsorbError(f"{file}:{lineno}: `end` closes no anonymous section or mutual block")
+            return None
+        return "`end` closes no anonymous section or mutual block"
     remaining = parts
     while remaining:
         if not scopes:
-            raise AbsorbError(f"{file}:{lineno}: `end {name}` closes nothing")
+            return f"`end {name}` closes nothing"
         _, top = scopes[-1]
         if not top or remaining[-len(top) :] != top:
-            raise AbsorbError(f"{file}:{lineno}: `end {name}` does not match the open scope")
+            return f"`end {name}` does not match the open scope"
         scopes.pop()
         remaining = remaining[: -len(top)]
+    return None
 
 
 def lean_sources(root: Path) -> list[Path]:
@@ -302,12 +303,20 @@ def _import_findings(root: Path, scanned: Mapping[str, ScannedFile]) -> list[Fin
     imported = set(top.imports) if top else set()
     modules = sorted(rel for rel in scanned if rel.startswith("Absorb/"))
     out = []
+    present = set()
     for rel in modules:
         module = rel.removesuffix(".lean").replace("/", ".")
+        present.add(module)
         if module not in imported:
             out.append(
                 Finding("not_imported", rel, 0, 0, f"Absorb.lean does not import {module}", None)
             )
+    # An import of a module that does not exist breaks `lake build` before anything is checked.
+    lines = (root / "Absorb.lean").read_text(encoding="utf-8").splitlines() if top else []
+    for module in sorted(m for m in imported if m.startswith("Absorb.") and m not in present):
+        line = next((k for k, text in enumerate(lines, 1) if module in text.split()), 0)
+        out.append(Finding("missing_module", "Absorb.lean", line, 0,
+                           f"Absorb.lean imports {module}, which has no source file", None))
     return out
 
 
@@ -344,6 +353,7 @@ _LAKE_STATUS_RE = re.compile(
     r"- \S+$|error: build failed|error: Lean exited with code|error: stdout:|error: stderr:|"
     r"info: \S+: (?:cloning|checking out|no previous manifest))"
 )
+_LAKE_STREAM_HEADERS = ("error: stdout:", "error: stderr:")
 _LAKE_PLAIN_RE = re.compile(r"^(error|warning): (.*)$")
 _SORRY_RE = re.compile(r"declaration uses ['`]sorry['`]")
 _FAILED_MODULE_RE = re.compile(r"^- (\S+)$")
@@ -389,7 +399,7 @@ def parse_diagnostics(text: str) -> list[Diagnostic]:
             out.append(current)
         elif _LAKE_STATUS_RE.match(line):
             current = None
-            if line.startswith("error: ") and not line.startswith(("error: stdout:", "error: stderr:")):
+            if line.startswith("error: ") and not line.startswith(_LAKE_STREAM_HEADERS):
                 out.append(Diagnostic("error", None, 0, 0, line.removeprefix("error: ")))
         elif current is not None:
             current.message += "\n" + line
@@ -646,75 +656,74 @@ def theorem_statuses(reports: Mapping[str, AxiomReport]) -> list[dict[str, objec
     return out
 
 
-def checker_verdict(obj: object) -> str | None:
-    """The verdict in the checker's JSON: its ``verdict`` field, or ``absorbable`` as a bool."""
-    if isinstance(obj, dict):
-        verdict = obj.get("verdict")
-        if isinstance(verdict, str):
-            return verdict
-        absorbable = obj.get("absorbable")
-        if isinstance(absorbable, bool):
-            return "absorbed" if absorbable else "not_absorbed"
-    return None
-
-
-def _checker_on(lake: Path, root: Path, path: Path, expected: str | None, timeout: float,
-                source: str) -> dict[str, object]:
-    result = run_process([str(lake), "exe", "absorb-check", str(path)], root, timeout)
+def checker_agrees(output: str, expected: Mapping[str, object]) -> tuple[bool, object]:
+    """Whether the checker's JSON (its last stdout line) carries every key of ``expected``
+    with the same value; also the parsed output (None when it is not JSON)."""
+    lines = output.strip().splitlines()
     try:
-        verdict = checker_verdict(json.loads(result.output.strip().splitlines()[-1]))
-    except (json.JSONDecodeError, IndexError):
-        verdict = None
-    return {
-        "input": path.name,
-        "source": source,
-        "expected": expected,
-        "verdict": verdict,
-        "returncode": result.returncode,
-        "agrees": verdict is not None and verdict == expected,
-    }
+        got = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        got = None
+    ok = isinstance(got, dict) and all(got.get(k) == v for k, v in expected.items())
+    return ok, got
 
 
-def planted_instance(d: int, n: int, rng: np.random.Generator) -> dict[str, object]:
-    """Exact rational weights with a planted index set, as the checker's JSON input.
+def _checker_on(lake: Path, root: Path, path: Path, expected: Mapping[str, object],
+                timeout: float, source: str) -> dict[str, object]:
+    result = run_process([str(lake), "exe", "absorb-check", str(path)], root, timeout)
+    agrees, got = checker_agrees(result.output, expected)
+    return {"input": path.name, "source": source, "expected": dict(expected), "output": got,
+            "returncode": result.returncode, "agrees": agrees}
 
-    The first d units get W_up[S] = I and W_down[:, S] = −I (so the condition holds with S the
-    first d indices); the other units are random small rationals.  Returned with the index set
-    Python finds for it (:func:`absorb.certificates.find_index_set` on the float weights).
+
+def python_checker_cases(rng: np.random.Generator) -> list[tuple[str, dict[str, object],
+                                                                 dict[str, object]]]:
+    """Checker inputs decided on the Python side: (name, input JSON, expected verdict).
+
+    A planted instance with exact rational weights, W_up[S] = I and W_down[:, S] = −I for
+    S = {0, 1, 2} (other units random small integers): the S that
+    :func:`absorb.certificates.find_index_set` finds must be ``absorbed``, and the same S minus
+    one unit (for which :func:`absorb.certificates.index_set_residual` is nonzero) must give
+    ``condition_fails``.
     """
-    from absorb.certificates import find_index_set
+    from absorb.certificates import find_index_set, index_set_residual
 
-    up = rng.integers(-4, 5, size=(n, d)).astype(object)
-    down = rng.integers(-4, 5, size=(d, n)).astype(object)
-    up[:d] = np.eye(d, dtype=int)
-    down[:, :d] = -np.eye(d, dtype=int)
-    to_frac = np.vectorize(lambda v: Fraction(int(v), 1), otypes=[object])
-    up_q, down_q = to_frac(up), to_frac(down)
-    search = find_index_set(up_q, down_q)
-    return {
-        "W_up": [[str(v) for v in row] for row in up_q],
-        "W_down": [[str(v) for v in row] for row in down_q],
-        "python": "absorbed" if search.status == "found" else "not_absorbed",
-        "S": list(search.S) if search.S is not None else None,
-    }
+    d, n = 3, 7
+    to_frac = np.vectorize(lambda v: Fraction(int(v)), otypes=[object])
+    up = to_frac(rng.integers(-4, 5, size=(n, d)))
+    down = to_frac(rng.integers(-4, 5, size=(d, n)))
+    up[:d] = to_frac(np.eye(d, dtype=int))
+    down[:, :d] = to_frac(-np.eye(d, dtype=int))
+    search = find_index_set(up, down)
+    if search.S is None:
+        raise AbsorbError("python side found no index set in a planted instance")
+    weights = {"W_up": [[str(v) for v in row] for row in up],
+               "W_down": [[str(v) for v in row] for row in down]}
+    wrong = list(search.S[:-1])
+    cases: list[tuple[str, dict[str, object], dict[str, object]]] = [
+        ("planted_found.json", {**weights, "S": list(search.S)},
+         {"verdict": "absorbed", "S": list(search.S)}),
+    ]
+    if index_set_residual(up, down, wrong) > 0:
+        cases.append(("planted_wrong_S.json", {**weights, "S": wrong},
+                      {"verdict": "condition_fails", "S": wrong}))
+    return cases
 
 
 def _run_checker(lake: Path, root: Path, timeout: float) -> list[dict[str, object]]:
+    """The compiled checker on the Lean fixtures (``X.json`` against ``X.expected.json``) and
+    on the cases of :func:`python_checker_cases`."""
     out: list[dict[str, object]] = []
     fixtures = root / "tests" / "fixtures" / "lean"
     for path in sorted(fixtures.glob("*.json")) if fixtures.is_dir() else []:
-        if path.name.endswith(".expected.json"):
-            continue
         expected_path = path.with_name(path.name.removesuffix(".json") + ".expected.json")
-        expected = (
-            checker_verdict(json.loads(expected_path.read_text(encoding="utf-8")))
-            if expected_path.is_file()
-            else None
-        )
+        if path.name.endswith(".expected.json") or not expected_path.is_file():
+            continue
+        expected = json.loads(expected_path.read_text(encoding="utf-8"))
         out.append(_checker_on(lake, root, path, expected, timeout, "fixture"))
-    instance = planted_instance(3, 7, np.random.default_rng(0))
     with tempfile.TemporaryDirectory(prefix="absorb-check-") as tmp:
-        path = Path(tmp) / "planted_d3.json"
-        path.write_text(json.dumps(instance), encoding="utf-8")
-        out.append(_checker_on(lake, root, path, str(instance["python"]), timeout, "python"))
+        for name, payload, expected in python_checker_cases(np.random.default_rng(0)):
+            path = Path(tmp) / name
+            path.write_text(json.dumps(payload), encoding="utf-8")
+            out.append(_checker_on(lake, root, path, expected, timeout, "python"))
     return out

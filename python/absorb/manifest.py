@@ -146,7 +146,7 @@ THEOREMS: tuple[Theorem, ...] = load_manifest()
 _BY_ID: Mapping[str, Theorem] = {thm.id: thm for thm in THEOREMS}
 
 
-def get_theorem(id: str) -> Theorem:  # noqa: A002 - the contract names the parameter `id`
+def get_theorem(id: str) -> Theorem:
     """The manifest entry of a theorem ID; :class:`AbsorbError` naming the known IDs otherwise."""
     try:
         return _BY_ID[id]

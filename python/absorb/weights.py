@@ -12,12 +12,12 @@ written as) and the block carries the rational originals in ``Block.exact``.
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
 
 from absorb.activations import Activation
 from absorb.blocks import Array, Block, ExactWeights, ObjectArray
@@ -111,25 +111,37 @@ def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | N
     return floats, (rationals if exact else None)
 
 
+def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.generic]]]:
+    """Shape and dtype of every array, read from the .npy headers before any data is loaded
+    (a compressed archive can be far smaller than the arrays it holds)."""
+    headers = {}
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.namelist():
+            with archive.open(member) as fh:
+                version = np.lib.format.read_magic(fh)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read(fh)
+            headers[member.removesuffix(".npy")] = (shape, dtype)
+    return headers
+
+
 def _read_npz(path: Path) -> dict[str, Array]:
     try:
+        headers = _npz_headers(path)
+        _check_keys(path, headers)
+        for k, (shape, dtype) in headers.items():
+            if dtype.hasobject:
+                raise AbsorbError(f"{path}: {k} is an object array (refused)")
+            if dtype.kind not in "biuf":
+                raise AbsorbError(f"{k}: non-numeric array (dtype {dtype})")
+            size = math.prod(shape)
+            if size > MAX_ENTRIES:
+                raise AbsorbError(f"{k} has {size} entries, more than the limit {MAX_ENTRIES}")
         with np.load(path, allow_pickle=False) as npz:
-            _check_keys(path, npz.files)
-            raw: dict[str, NDArray[np.generic]] = {k: npz[k] for k in npz.files}
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise AbsorbError(f"{path}: contains an object array (refused)") from None
+            return {k: npz[k].astype(np.float64) for k in npz.files}
+    except (ValueError, zipfile.BadZipFile, EOFError, OSError) as exc:
         raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
-    except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
-    out: dict[str, Array] = {}
-    for k, arr in raw.items():
-        if arr.dtype.kind not in "biuf":
-            raise AbsorbError(f"{k}: non-numeric array (dtype {arr.dtype})")
-        if arr.size > MAX_ENTRIES:
-            raise AbsorbError(f"{k} has {arr.size} entries, more than the limit {MAX_ENTRIES}")
-        out[k] = arr.astype(np.float64)
-    return out
 
 
 def _check_keys(path: Path, keys: object) -> None:
@@ -143,15 +155,11 @@ def _check_keys(path: Path, keys: object) -> None:
         raise AbsorbError(f"{path}: missing keys {', '.join(missing)}")
 
 
-def _check_skip(A: Array, exact: ObjectArray | None) -> None:
+def skip_is_invertible(A: Array, exact: ObjectArray | None = None) -> bool:
+    """A invertible: exact rank d for rationals, condition number < MAX_CONDITION for floats."""
     if exact is not None:
-        if rational_rank(exact) < A.shape[0]:
-            raise AbsorbError("A_skip is singular (exact rank deficient)")
-        return
-    cond = float(np.linalg.cond(A))
-    if not cond < MAX_CONDITION:
-        raise AbsorbError(f"A_skip is singular or numerically singular (condition number "
-                          f"{cond:.3g} >= {MAX_CONDITION:.0e})")
+        return rational_rank(exact) == int(A.shape[0])
+    return bool(np.linalg.cond(A) < MAX_CONDITION)
 
 
 def load_block(path: str | Path, activation: Activation) -> Block:
@@ -175,8 +183,15 @@ def load_block(path: str | Path, activation: Activation) -> Block:
             raise AbsorbError(f"{k} contains NaN or Inf")
     exact = None
     if rationals is not None:
-        exact = ExactWeights(**rationals)  # type: ignore[arg-type]
-    block = Block(activation, exact=exact, **floats)  # type: ignore[arg-type]
-    if block.A_skip is not None:
-        _check_skip(block.A_skip, None if exact is None else exact.A_skip)
+        exact = ExactWeights(rationals["W_up"], rationals["W_down"], rationals.get("W_gate"),
+                             rationals.get("b_up"), rationals.get("b_down"),
+                             rationals.get("A_skip"))
+    block = Block(activation, floats["W_up"], floats["W_down"], W_gate=floats.get("W_gate"),
+                  b_up=floats.get("b_up"), b_down=floats.get("b_down"),
+                  A_skip=floats.get("A_skip"), exact=exact)
+    if block.A_skip is not None and not skip_is_invertible(
+        block.A_skip, None if exact is None else exact.A_skip
+    ):
+        raise AbsorbError(f"A_skip is singular (exact rank < d, or condition number >= "
+                          f"{MAX_CONDITION:.0e})")
     return block

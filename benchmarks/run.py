@@ -1,0 +1,421 @@
+"""absorb benchmarks: every figure next to its comparison, measured in one run.
+
+    python benchmarks/run.py            # full run, writes benchmarks/results.md
+    python benchmarks/run.py --quick    # smaller sizes (a minute or so)
+
+1. exact index-set search: time against n, meet-in-the-middle and HiGHS milp against brute
+   force over all 2^n subsets (where brute force is feasible), planted and generic instances;
+2. relaxation certificate: Gram form against naive least squares on the explicit d²×n matrix,
+   and the Gram form at d = 1024, n = 4096 (the explicit matrix would take d²·n·8 bytes);
+3. fit engine: FLOP/s of one full-batch Adam step against numpy.matmul FLOP/s at the same
+   shapes, float64 and float32, and against the same fit in PyTorch when it is installed;
+4. peak memory of each section (tracemalloc: numpy's allocations are traced) and of the run.
+
+Timings are the minimum over repeats (the least-disturbed run on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import resource
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from absorb.activations import get_activation
+from absorb.blocks import random_block
+from absorb.certificates import brute_force_index_set, find_index_set, relaxation
+from absorb.search import DERIVATIVES, AdamFit
+
+HERE = Path(__file__).resolve().parent
+
+
+def best_time(fn: Callable[[], object], repeats: int = 3, inner: int = 1) -> float:
+    """Minimum over ``repeats`` of the mean time of ``inner`` calls (one warm-up call first)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        times.append((time.perf_counter() - t0) / inner)
+    return min(times)
+
+
+def once(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+@dataclass
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        lines = [
+            f"### {self.title}",
+            "",
+            "| " + " | ".join(self.header) + " |",
+            "|" + "---|" * len(self.header),
+        ]
+        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        lines += [""] + [f"- {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def text(self) -> str:
+        cols = [self.header, *self.rows]
+        widths = [max(len(r[i]) for r in cols) for i in range(len(self.header))]
+        fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+        out = [f"== {self.title}", fmt.format(*self.header)]
+        out += [fmt.format(*r) for r in self.rows]
+        out += [f"   {n}" for n in self.notes]
+        return "\n".join(out)
+
+
+def traced(fn: Callable[[], Table]) -> tuple[Table, float]:
+    """Run a section under tracemalloc; returns its table and peak traced MiB."""
+    tracemalloc.start()
+    table = fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return table, peak / 2**20
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. index-set search
+
+
+def planted(rng: np.random.Generator, d: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    W_up, W_down = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = np.sort(rng.choice(n, size=k, replace=False))
+    T, rest = S[:d], S[d:]
+    W_down[:, T] = (-np.eye(d) - W_down[:, rest] @ W_up[rest]) @ np.linalg.inv(W_up[T])
+    return W_up, W_down
+
+
+def bench_index_set(quick: bool) -> Table:
+    ns = [8, 12, 16, 20, 24] if quick else [8, 12, 16, 20, 24, 28, 32, 36, 40]
+    brute_max = 16 if quick else 22
+    milp_max = 24 if quick else 40
+    table = Table(
+        "Exact index-set search, d = 2 (time in s; ratio = brute force / meet-in-the-middle)",
+        ["n", "instance", "status", "meet-in-the-middle", "milp", "brute force", "ratio"],
+    )
+    rng = np.random.default_rng(0)
+    for n in ns:
+        for kind in ("planted", "generic"):
+            if kind == "planted":
+                W_up, W_down = planted(rng, 2, n, max(3, n // 4))
+            else:
+                W_up, W_down = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
+            t_mitm, res = once(
+                lambda u=W_up, w=W_down: find_index_set(u, w, method="meet-in-the-middle")
+            )
+            t_milp, res_m = (
+                once(lambda u=W_up, w=W_down: find_index_set(u, w, method="milp"))
+                if n <= milp_max
+                else (float("nan"), None)
+            )
+            if res_m is not None and res_m.status != res.status:
+                raise AssertionError(f"milp and meet-in-the-middle disagree at n={n}")
+            if n <= brute_max:
+                t_brute, S = once(lambda u=W_up, w=W_down: brute_force_index_set(u, w))
+                if (S is None) != (res.status == "none"):
+                    raise AssertionError(f"brute force disagrees at n={n}")
+                brute, ratio = f"{t_brute:.3g}", f"{t_brute / t_mitm:.3g}"
+            else:
+                # 2^n subset sums of d² = 4 doubles: extrapolate from the largest measured n
+                brute, ratio = "—", "—"
+            table.rows.append(
+                [
+                    str(n),
+                    kind,
+                    res.status,
+                    f"{t_mitm:.3g}",
+                    "—" if res_m is None else f"{t_milp:.3g}",
+                    brute,
+                    ratio,
+                ]
+            )
+    table.notes.append(
+        "meet-in-the-middle: 2·2^(n/2) subset sums of the rank-4 reduced system, keys on a "
+        "random projection, every key match verified; milp: scipy HiGHS, binary s"
+    )
+    table.notes.append("brute force: all 2^n subset sums of vec(a_i b_iᵀ) by doubling (vectorized)")
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. relaxation certificate
+
+
+def naive_relaxation(W_up: np.ndarray, W_down: np.ndarray) -> float:
+    n, d = W_up.shape
+    K = (W_down.T[:, :, None] * W_up[:, None, :]).reshape(n, d * d).T  # d²×n, explicit
+    s, *_ = np.linalg.lstsq(K, -np.eye(d).ravel(), rcond=None)
+    r = K @ s + np.eye(d).ravel()
+    return float(r @ r)
+
+
+def bench_relaxation(quick: bool) -> Table:
+    table = Table(
+        "Relaxation certificate r² (time in s)",
+        [
+            "d",
+            "n",
+            "Gram form",
+            "naive lstsq on d²×n",
+            "ratio",
+            "r² Gram",
+            "r² naive",
+            "explicit matrix",
+        ],
+    )
+    rng = np.random.default_rng(1)
+    sizes = [(16, 64), (32, 128)] if quick else [(16, 64), (32, 128), (64, 256)]
+    for d, n in sizes:
+        W_up = rng.standard_normal((n, d)) / np.sqrt(d)
+        W_down = rng.standard_normal((d, n)) / np.sqrt(n)
+        t_g = best_time(lambda u=W_up, w=W_down: relaxation(u, w))
+        t_n = best_time(lambda u=W_up, w=W_down: naive_relaxation(u, w), repeats=1)
+        rg, rn = relaxation(W_up, W_down).residual, naive_relaxation(W_up, W_down)
+        table.rows.append(
+            [
+                str(d),
+                str(n),
+                f"{t_g:.3g}",
+                f"{t_n:.3g}",
+                f"{t_n / t_g:.3g}",
+                f"{rg:.6g}",
+                f"{rn:.6g}",
+                f"{d * d * n * 8 / 2**20:.0f} MiB",
+            ]
+        )
+    big = (512, 2048) if quick else (1024, 4096)
+    d, n = big
+    W_up = rng.standard_normal((n, d)) / np.sqrt(d)
+    W_down = rng.standard_normal((d, n)) / np.sqrt(n)
+    t_big, rel = once(lambda: relaxation(W_up, W_down))
+    table.rows.append(
+        [
+            str(d),
+            str(n),
+            f"{t_big:.3g}",
+            "not run",
+            "—",
+            f"{rel.residual:.6g}",
+            "—",
+            f"{d * d * n * 8 / 2**30:.0f} GiB",
+        ]
+    )
+    table.notes.append(
+        "Gram form: G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), pivoted Cholesky "
+        "(LAPACK pstrf), r² from the d×d residual; never forms the d²×n matrix"
+    )
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. fit engine
+
+
+def torch_step_time(d: int, n: int, m: int, act: str, dtype: str) -> float | None:
+    """The same plain fit in PyTorch (autograd + torch.optim.Adam), timed in a subprocess:
+    torch's OpenMP threads spin after each parallel region and would slow every numpy
+    measurement taken later in this process."""
+    import json
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [sys.executable, __file__, "--torch-worker", json.dumps([d, n, m, act, dtype])],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+    except (subprocess.SubprocessError, OSError):
+        return None
+    value = json.loads(out.stdout.strip().splitlines()[-1])
+    return None if value is None else float(value)
+
+
+def torch_worker(spec: str) -> None:
+    import json
+
+    d, n, m, act, dtype = json.loads(spec)
+    try:
+        import torch
+    except ImportError:
+        print("null")
+        return
+    torch.set_num_threads(os.cpu_count() or 1)
+    tdt = torch.float64 if dtype == "float64" else torch.float32
+    gen = torch.Generator().manual_seed(0)
+    Xt = torch.randn(m, d, generator=gen, dtype=tdt)
+    Tt = torch.randn(m, d, generator=gen, dtype=tdt)
+    om = torch.full((m, 1), 1.0 / m, dtype=tdt)
+    Vu = (torch.randn(n, d, generator=gen, dtype=tdt) / d**0.5).requires_grad_()
+    Vd = (torch.randn(d, n, generator=gen, dtype=tdt) / n**0.5).requires_grad_()
+    sigma = {"relu": torch.relu, "gelu": torch.nn.functional.gelu}[act]
+    opt = torch.optim.Adam([Vu, Vd], lr=1e-4, eps=1e-8)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=False)
+        Y = sigma(Xt @ Vu.T) @ Vd.T
+        loss = ((Y - Tt) ** 2 * om).sum()
+        loss.backward()
+        opt.step()
+
+    print(json.dumps(best_time(step, repeats=5, inner=10)))
+
+
+def bench_fit(quick: bool) -> Table:
+    d, n, m = 64, 256, 4096
+    table = Table(
+        f"Fit engine, one full-batch Adam step, d = {d}, n = width = {n}, {m} samples "
+        "(GFLOP/s of matrix work; % = share of numpy.matmul's rate)",
+        [
+            "dtype",
+            "activation",
+            "mode",
+            "ms/step",
+            "GFLOP/s",
+            "% of matmul",
+            "matmul GFLOP/s",
+            "PyTorch ms/step",
+            "numpy/PyTorch speed",
+        ],
+    )
+    rng = np.random.default_rng(2)
+    acts = ["relu"] if quick else ["relu", "gelu"]
+    for dtype in (np.float64, np.float32):
+        A = rng.standard_normal((m, d)).astype(dtype)
+        B = rng.standard_normal((d, n)).astype(dtype)
+        C = np.empty((m, n), dtype)
+        for name in acts:
+            block = random_block(get_activation(name), d, n, rng)
+            X = rng.standard_normal((m, d))
+            T = block(X)
+            omega = np.full(m, 1.0 / float(np.sum(T * T)))
+            params = {
+                "V_up": rng.standard_normal((n, d)) / np.sqrt(d),
+                "V_down": rng.standard_normal((d, n)) / np.sqrt(n),
+            }
+            for project in (False, True):
+                fit = AdamFit(DERIVATIVES[name], X, T, omega, params, dtype, project=project)
+                # interleave: the matmul rate is measured right before the step it is compared to
+                t_mm = best_time(lambda a=A, b=B, c=C: np.matmul(a, b, out=c), repeats=5, inner=20)
+                t_step = best_time(lambda f=fit: f.step(1e-4), repeats=5, inner=10)
+                mm_rate = 2 * m * d * n / t_mm / 1e9
+                rate = fit.flops_per_step / t_step / 1e9
+                t_torch = None if project else torch_step_time(d, n, m, name, np.dtype(dtype).name)
+                table.rows.append(
+                    [
+                        np.dtype(dtype).name,
+                        name,
+                        "projected" if project else "plain",
+                        f"{t_step * 1e3:.2f}",
+                        f"{rate:.1f}",
+                        f"{100 * rate / mm_rate:.0f} %",
+                        f"{mm_rate:.1f}",
+                        "—" if t_torch is None else f"{t_torch * 1e3:.2f}",
+                        "—" if t_torch is None else f"{t_torch / t_step:.2f}×",
+                    ]
+                )
+    table.notes.append(
+        "plain: Adam on both layers, 10·m·d·n flops/step; projected: output "
+        "layer solved by least squares each step, 8·m·d·n + m·n² + n³/3 flops"
+    )
+    table.notes.append(
+        "PyTorch: the same plain fit with autograd and torch.optim.Adam "
+        "(numpy/PyTorch speed > 1 means numpy is faster)"
+    )
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def environment() -> list[str]:
+    lines = [
+        f"python {platform.python_version()}, numpy {np.__version__}, "
+        f"{os.cpu_count()} CPUs, {platform.machine()}"
+    ]
+    try:
+        from threadpoolctl import threadpool_info
+
+        for info in threadpool_info():
+            lines.append(
+                f"BLAS: {info.get('internal_api')} {info.get('version')}, kernel "
+                f"{info.get('architecture')}, {info.get('num_threads')} threads"
+            )
+    except ImportError:
+        lines.append("BLAS: threadpoolctl not installed")
+    lines.append(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+    try:
+        lines.append(f"torch {importlib.metadata.version('torch')} (timed in a subprocess)")
+    except importlib.metadata.PackageNotFoundError:
+        lines.append("torch not installed (PyTorch column skipped)")
+    lines.append(f"load average at start: {os.getloadavg()[0]:.2f}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes")
+    ap.add_argument("--torch-worker", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=HERE / "results.md",
+        help="markdown results file (default: benchmarks/results.md)",
+    )
+    args = ap.parse_args(argv)
+    if args.torch_worker:
+        torch_worker(args.torch_worker)
+        return 0
+    env = environment()
+    print("\n".join(env), flush=True)
+    sections = []
+    t_start = time.perf_counter()
+    for fn in (bench_index_set, bench_relaxation, bench_fit):
+        table, peak = traced(lambda fn=fn: fn(args.quick))
+        table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
+        print("\n" + table.text(), flush=True)
+        sections.append(table)
+    total = time.perf_counter() - t_start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    summary = f"total {total:.0f} s; peak resident memory of the run {rss:.0f} MiB"
+    print("\n" + summary)
+    md = [
+        "# absorb benchmarks",
+        "",
+        f"Measured by `python benchmarks/run.py{' --quick' if args.quick else ''}` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+    ]
+    md += [f"- {line}" for line in env] + [f"- {summary}", ""]
+    md += [t.markdown() for t in sections]
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text("\n".join(md))
+    tmp.replace(args.out)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

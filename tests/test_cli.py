@@ -1,0 +1,178 @@
+"""The command-line contract: JSON on stdout, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+from tests.conftest import REPO, CliResult, exact_planted_json, plant, run_subprocess
+
+from absorb.cli import find_root
+from absorb.errors import AbsorbError
+from absorb.lean import find_lake
+
+Cli = Callable[..., CliResult]
+
+
+def _one_line_error(res: CliResult, code: int = 2) -> None:
+    assert res.code == code, res.err
+    assert res.out == ""
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.err
+    assert "Traceback" not in res.err
+
+
+def test_activations_json(cli: Cli) -> None:
+    res = cli("activations", "--json")
+    assert res.code == 0
+    rows = res.json()["activations"]
+    assert isinstance(rows, list) and len(rows) == 12
+    assert {r["name"]: r["degree"] for r in rows}["reglu"] == 2.0
+    text = cli("activations")
+    assert text.code == 0 and "swiglu" in text.out and "linearization" in text.out
+
+
+@pytest.mark.parametrize(
+    ("args", "verdict"),
+    [
+        (["--activation", "relu2", "--d", "3", "--n", "4"], "impossible"),
+        (["--activation", "geglu", "--d", "3", "--n", "4"], "impossible"),
+        (["--activation", "relu", "--d", "4", "--n", "8"], "not_absorbed"),
+        (["--activation", "identity", "--d", "3", "--n", "4"], "absorbed"),
+        (["--activation", "tanh", "--d", "2", "--n", "3", "--no-search"], "undetermined"),
+        (["--activation", "relu2", "--d", "2", "--n", "3", "--biases", "--no-search"],
+         "undetermined"),
+    ],
+)
+def test_check_json_contract(args: list[str], verdict: str, cli: Cli) -> None:
+    res = cli("check", *args, "--json", "--seed", "3")
+    assert res.code == 0, res.err
+    obj = res.json()
+    assert obj["verdict"] == verdict
+    assert {"activation", "d", "n", "verdict", "theorem", "lean"} <= set(obj)
+    assert cli("check", *args, "--json", "--seed", "3").out == res.out  # same seed, same output
+    text = cli("check", *args, "--seed", "3")
+    assert text.code == 0 and f"verdict: {verdict}" in text.out
+
+
+def test_check_weights_files(cli: Cli, tmp_path: Path, rng: np.random.Generator,
+                             write_json: Callable[..., Path]) -> None:
+    block, _ = plant("relu", 2, 6, 3, rng)
+    np.savez(tmp_path / "p.npz", W_up=block.W_up, W_down=block.W_down)
+    obj = cli("check", "--activation", "relu", "--weights", str(tmp_path / "p.npz"),
+              "--json").json()
+    assert obj["verdict"] == "absorbed" and obj["max_abs_error"] < 1e-8  # type: ignore[operator]
+    data, _ = exact_planted_json(2, 5, rng)
+    obj = cli("check", "--activation", "relu", "--weights", str(write_json(data)),
+              "--json").json()
+    assert obj["verdict"] == "absorbed" and obj["exact"] is True
+
+
+def test_inspect(cli: Cli, tmp_path: Path, rng: np.random.Generator) -> None:
+    save_file({f"l.{i}.{k}": rng.standard_normal(s) for i in range(2)
+               for k, s in (("up.weight", (8, 4)), ("down.weight", (4, 8)))},
+              str(tmp_path / "c.safetensors"))
+    res = cli("inspect", str(tmp_path / "c.safetensors"), "--up", "l.{i}.up.weight",
+              "--down", "l.{i}.down.weight", "--activation", "relu", "--json")
+    assert res.code == 0, res.err
+    layers = res.json()["layers"]
+    assert [(r["layer"], r["verdict"]) for r in layers] == [(0, "not_absorbed"),  # type: ignore[attr-defined]
+                                                            (1, "not_absorbed")]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--activation", "nope", "--d", "2", "--n", "3"],
+        ["check", "--activation", "relu", "--d", "0", "--n", "3"],
+        ["check", "--activation", "relu", "--d", "x", "--n", "3"],
+        ["check", "--activation", "relu", "--d", "2"],
+        ["check", "--activation", "relu"],
+        ["check", "--activation", "relu", "--weights", "w.npz", "--d", "2", "--n", "2"],
+        ["check", "--activation", "relu", "--weights", "/nonexistent/w.npz"],
+        ["check", "--activation", "relu", "--d", "100000", "--n", "100000"],
+        ["check", "--d", "2", "--n", "3"],
+        ["search", "--activation", "relu", "--d", "2", "--n", "3", "--width-factor", "-1"],
+        ["inspect", "/nonexistent.safetensors", "--up", "a", "--down", "b",
+         "--activation", "relu"],
+        ["audit", "--root", "/nonexistent"],
+        ["frobnicate"],
+        [],
+    ],
+)
+def test_bad_input_is_one_line_exit_2(argv: list[str], cli: Cli) -> None:
+    _one_line_error(cli(*argv))
+
+
+def test_bad_weights_through_a_fresh_interpreter(tmp_path: Path) -> None:
+    np.savez(tmp_path / "obj.npz", W_up=np.array([None], dtype=object), W_down=np.ones((1, 1)))
+    _one_line_error(run_subprocess(["check", "--activation", "relu", "--weights",
+                                    str(tmp_path / "obj.npz"), "--json"]))
+    (tmp_path / "nan.json").write_text('{"W_up": [[NaN]], "W_down": [[1]]}')
+    _one_line_error(run_subprocess(["check", "--activation", "relu", "--weights",
+                                    str(tmp_path / "nan.json")]))
+    (tmp_path / "sing.json").write_text(json.dumps(
+        {"W_up": [[1, 0]], "W_down": [[1], [0]], "A_skip": [[1, 1], [1, 1]]}))
+    _one_line_error(run_subprocess(["check", "--activation", "relu", "--weights",
+                                    str(tmp_path / "sing.json")]))
+
+
+def test_python_dash_m_absorb_prints_one_json_object() -> None:
+    res = run_subprocess(["check", "--activation", "swiglu", "--d", "2", "--n", "3", "--json"])
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["theorem"] == "linearization"
+
+
+def test_help_exits_zero(cli: Cli) -> None:
+    res = cli("check", "--help")
+    assert res.code == 0 and "--activation" in res.out
+
+
+def test_root_discovery(tmp_path: Path) -> None:
+    assert find_root(REPO / "python" / "absorb") == REPO
+    with pytest.raises(AbsorbError, match="pass --root"):
+        find_root(tmp_path)
+
+
+def test_audit_from_a_subdirectory(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO / "tests")
+    res = cli("audit", "--json")
+    assert res.code == 0, res.err
+    ids = {t["id"] for t in res.json()["theorems"]}  # type: ignore[attr-defined]
+    assert {"degree", "linearization", "index_set_sufficient"} <= ids
+
+
+@pytest.mark.skipif(find_lake() is not None, reason="a Lean toolchain is installed here")
+def test_verify_without_lake_exits_3(cli: Cli) -> None:
+    _one_line_error(cli("verify", "--root", str(REPO), "--json"), code=3)
+
+
+def test_search_json(cli: Cli) -> None:
+    res = cli("search", "--activation", "relu", "--d", "2", "--n", "3", "--restarts", "1",
+              "--steps", "20", "--samples", "64", "--json")
+    assert res.code == 0, res.err
+    obj = res.json()
+    assert obj["activation"] == "relu" and "relative_error" in obj
+
+
+def test_internal_errors_exit_1_in_one_line(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import absorb.theory
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(absorb.theory, "decide", broken)
+    res = cli("check", "--activation", "relu", "--d", "2", "--n", "3", "--json")
+    assert res.code == 1 and res.out == ""
+    assert res.err.strip() == "internal error: RuntimeError: boom"
+
+
+def test_non_finite_numbers_never_reach_the_json() -> None:
+    from absorb.cli import plain
+
+    assert plain({1.5: [float("inf"), np.float64(2.0)], "q": np.array([1, 2])}) == {
+        "1.5": [None, 2.0], "q": [1, 2]}
