@@ -92,7 +92,10 @@ holds over `ℚ`. -/
 theorem check_eq_true_iff (B : RatBlock) :
     check B = true ↔ IndexSetCond B.A B.up B.down B.S := by
   unfold check
-  exact ⟨of_decide_eq_true, decide_eq_true⟩
+  first
+    | exact ⟨of_decide_eq_true, decide_eq_true⟩
+    | exact decide_eq_true_iff
+    | simp
 
 /-- Entry `(j, k)` of `W_down[:,S] W_up[S,:]`, i.e. `∑_{i ∈ S} W_down[j,i] W_up[i,k]`: the
 left-hand side of the index-set condition. -/
@@ -122,8 +125,13 @@ def firstFailure (B : RatBlock) : Option (Fin B.d × Fin B.d) :=
 /-- A failing entry reported by `firstFailure` really is one: there the left-hand side
 `(W_down[:,S] W_up[S,:])[j,k]` differs from `-A[j,k]`. -/
 theorem lhs_ne_rhs_of_firstFailure (B : RatBlock) {p : Fin B.d × Fin B.d}
-    (h : firstFailure B = some p) : B.lhs p.1 p.2 ≠ B.rhs p.1 p.2 :=
-  of_decide_eq_true (List.find?_some h)
+    (h : firstFailure B = some p) : B.lhs p.1 p.2 ≠ B.rhs p.1 p.2 := by
+  -- `hp : decide (B.lhs p.1 p.2 ≠ B.rhs p.1 p.2) = true`, elaborated without an expected
+  -- type so that the predicate of `find?` is read off `h` rather than guessed.
+  have hp := List.find?_some h
+  first
+    | exact of_decide_eq_true hp
+    | simpa using hp
 
 /-! ### Soundness over `ℝ` -/
 
@@ -143,6 +151,9 @@ theorem indexSetCond_map_ratCast {d n : ℕ} {A : Matrix (Fin d) (Fin d) ℚ}
        simpa only [Matrix.map_apply] using hjk)
     | (simp only [Matrix.map_apply]
        exact_mod_cast h j k)
+    | (simp only [Matrix.map_apply]
+       norm_cast
+       exact h j k)
 
 /-- **Soundness of the checker** (index_set_sufficient; the "if" half of the paper's
 Theorems 8 and 10, through `Absorb.absorbable_of_indexSetCond_ungated`). If `check B`

@@ -73,9 +73,16 @@ theorem not_absorbable_of_two_smul (K : BlockKind d) {c : ℝ}
   funext i
   show (A *ᵥ x) i = 0
   -- The five scalar identities at coordinate `i`.
-  have h1 : K.eval V ((2 : ℝ) • x) i = (A *ᵥ ((2 : ℝ) • x)) i + K.eval p ((2 : ℝ) • x) i :=
-    congrFun (hV ((2 : ℝ) • x)) i
-  have h2 : K.eval V x i = (A *ᵥ x) i + K.eval p x i := congrFun (hV x) i
+  have h1 : K.eval V ((2 : ℝ) • x) i = (A *ᵥ ((2 : ℝ) • x)) i + K.eval p ((2 : ℝ) • x) i := by
+    first
+    | exact congrFun (hV ((2 : ℝ) • x)) i
+    | (have h := congrFun (hV ((2 : ℝ) • x)) i
+       simpa only [skipMap_apply, Pi.add_apply] using h)
+  have h2 : K.eval V x i = (A *ᵥ x) i + K.eval p x i := by
+    first
+    | exact congrFun (hV x) i
+    | (have h := congrFun (hV x) i
+       simpa only [skipMap_apply, Pi.add_apply] using h)
   have h3 : K.eval V ((2 : ℝ) • x) i = c * K.eval V x i := by
     first
     | exact congrFun (hK V x) i
@@ -108,6 +115,9 @@ theorem ungatedMap_two_smul {σ : ℝ → ℝ} {c : ℝ} (hσ : ∀ z, σ (2 * z
         first
         | exact Matrix.mulVec_smul _ _ _
         | exact Matrix.mulVec_smul_assoc _ _ _
+        | (funext j
+           simp only [Matrix.mulVec, dotProduct, Pi.smul_apply, smul_eq_mul, Finset.mul_sum]
+           exact Finset.sum_congr rfl fun l _ => by ring)
     _ = c • ungatedMap σ W x := rfl
 
 /-- If `g(2 z) = c g(z)` for all `z`, every gated block scales by `2 c`:
@@ -131,6 +141,9 @@ theorem gatedMap_two_smul {g : ℝ → ℝ} {c : ℝ} (hg : ∀ z, g (2 * z) = c
         first
         | exact Matrix.mulVec_smul _ _ _
         | exact Matrix.mulVec_smul_assoc _ _ _
+        | (funext j
+           simp only [Matrix.mulVec, dotProduct, Pi.smul_apply, smul_eq_mul, Finset.mul_sum]
+           exact Finset.sum_congr rfl fun l _ => by ring)
     _ = (2 * c) • gatedMap g W x := rfl
 
 /-! ### Proposition 5 -/

@@ -110,7 +110,10 @@ theorem tendsto_inv_smul_plainStack (hK : FlatAtZero K) {ps : List K.Params} (hp
     (hy : Tendsto (fun t : ℝ => t⁻¹ • y t) (𝓝[>] (0 : ℝ)) (𝓝 v)) :
     Tendsto (fun t : ℝ => t⁻¹ • plainStack K ps (y t)) (𝓝[>] (0 : ℝ)) (𝓝 0) := by
   cases ps with
-  | nil => exact absurd rfl hps
+  | nil =>
+    first
+    | exact absurd rfl hps
+    | exact (hps rfl).elim
   | cons p qs =>
     have h := tendsto_inv_smul_plainStack_of_zero hK qs (fun t => K.eval p (y t)) (hK p v y hy)
     first
@@ -182,7 +185,10 @@ theorem tendsto_inv_smul_ungatedMap {σ : ℝ → ℝ} {k : ℕ} (hσ : Continuo
     | (rw [Matrix.mulVec_smul W.up t⁻¹ (y t)]
        simp only [Pi.smul_apply, smul_eq_mul]
        rw [mul_inv_cancel_left₀ ht0])
-    | (simp only [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]; field_simp)
+    | (simp only [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]; field_simp; done)
+    | (rw [Matrix.mulVec_smul_assoc W.up (y t) t⁻¹]
+       simp only [Pi.smul_apply, smul_eq_mul]
+       rw [mul_inv_cancel_left₀ ht0])
   have hw : (t⁻¹ • fun i => σ ((W.up *ᵥ y t) i)) =
       fun i => t * t ^ j * σ ((W.up *ᵥ (t⁻¹ • y t)) i) := by
     funext i
@@ -196,7 +202,7 @@ theorem tendsto_inv_smul_ungatedMap {σ : ℝ → ℝ} {k : ℕ} (hσ : Continuo
       W.down *ᵥ (t⁻¹ • fun i => σ ((W.up *ᵥ y t) i)) :=
     (Matrix.mulVec_smul W.down t⁻¹ _).symm
   first
-  | rw [hmv, hw]
+  | (rw [hmv, hw]; done)
   | exact (hmv.trans (congrArg (fun w => W.down *ᵥ w) hw)).symm
 
 /-- Ungated kinds whose activation is continuous and positively homogeneous of a natural
@@ -236,12 +242,16 @@ private theorem reluSq_mul_of_pos {t : ℝ} (ht : 0 < t) (z : ℝ) :
     reluSq (t * z) = t ^ 2 * reluSq z := by
   unfold reluSq
   rcases le_total z 0 with hz | hz
-  · have h1 : t * z ≤ 0 := by nlinarith
-    rw [max_eq_right h1, max_eq_right hz]
-    ring
+  · have h1 : t * z ≤ 0 := by
+      have h2 : t * z ≤ t * 0 := mul_le_mul_of_nonneg_left hz ht.le
+      rwa [mul_zero] at h2
+    first
+    | (rw [max_eq_right h1, max_eq_right hz]; ring1)
+    | (simp only [max_eq_right h1, max_eq_right hz]; ring1)
   · have h1 : 0 ≤ t * z := mul_nonneg ht.le hz
-    rw [max_eq_left h1, max_eq_left hz]
-    ring
+    first
+    | (rw [max_eq_left h1, max_eq_left hz]; ring1)
+    | (simp only [max_eq_left h1, max_eq_left hz]; ring1)
 
 /-- ReLU² is continuous. -/
 private theorem continuous_reluSq' : Continuous reluSq := by

@@ -64,8 +64,11 @@ theorem addHaar_setOf_apply_eq_apply {E : Type*} [NormedAddCommGroup E] [NormedS
       rw [map_add, map_neg]
     show -x₀ + x ∈ LinearMap.ker φ
     exact LinearMap.mem_ker.2 (by linarith)
-  exact measure_mono_null hsub
-    ((measure_preimage_add μ (-x₀) _).trans (Measure.addHaar_submodule μ _ hker))
+  have hpre : μ ((fun h => -x₀ + h) ⁻¹' (LinearMap.ker φ : Set E)) = 0 := by
+    first
+      | exact (measure_preimage_add μ (-x₀) _).trans (Measure.addHaar_submodule μ _ hker)
+      | (rw [measure_preimage_add]; exact Measure.addHaar_submodule μ _ hker)
+  exact measure_mono_null hsub hpre
 
 /-- The linear functional `W_down ↦ (W_down[:,S] W_up[S,:]) j k
 = ∑_{i ∈ S} W_down j i * W_up i k` on down-projections, for a fixed up-projection `up`,
@@ -77,11 +80,17 @@ def entryFunctional (up : Matrix (Fin n) (Fin d) ℝ) (S : Finset (Fin n)) (j k 
   map_add' x y := by
     first
       | (simp [add_mul, Finset.sum_add_distrib]; done)
-      | simp only [Pi.add_apply, add_mul, Finset.sum_add_distrib]
+      | (simp only [Pi.add_apply, add_mul, Finset.sum_add_distrib]; done)
+      | (show ∑ i ∈ S, (x + y) j i * up i k = ∑ i ∈ S, x j i * up i k + ∑ i ∈ S, y j i * up i k
+         rw [← Finset.sum_add_distrib]
+         exact Finset.sum_congr rfl fun i _ => by simp only [Pi.add_apply]; ring)
   map_smul' c x := by
     first
       | (simp [Finset.mul_sum, mul_assoc]; done)
-      | simp only [Pi.smul_apply, smul_eq_mul, RingHom.id_apply, Finset.mul_sum, mul_assoc]
+      | (simp only [Pi.smul_apply, smul_eq_mul, RingHom.id_apply, Finset.mul_sum, mul_assoc]; done)
+      | (show ∑ i ∈ S, (c • x) j i * up i k = (RingHom.id ℝ) c • ∑ i ∈ S, x j i * up i k
+         rw [RingHom.id_apply, smul_eq_mul, Finset.mul_sum]
+         exact Finset.sum_congr rfl fun i _ => by simp only [Pi.smul_apply, smul_eq_mul]; ring)
 
 /-- Evaluation of `entryFunctional`: `∑_{i ∈ S} W_down j i * W_up i k`. -/
 @[simp] lemma entryFunctional_apply (up : Matrix (Fin n) (Fin d) ℝ) (S : Finset (Fin n))

@@ -60,8 +60,10 @@ theorem sum_univ_ite_mem {M : Type*} [AddCommMonoid M] (S : Finset (Fin n)) (f :
     | (rw [← Finset.sum_filter]
        refine Finset.sum_congr ?_ fun _ _ => rfl
        ext i
-       simp)
-    | simp
+       simp
+       done)
+    | (rw [Finset.sum_ite_mem, Finset.univ_inter]; done)
+    | (simp; done)
 
 /-- The entries of `W_down P W_up` with `P = diag (indicatorVec S)`:
 `(W_down P W_up) j k = ∑_{i ∈ S} (W_down) j i (W_up) i k`. -/
@@ -70,12 +72,24 @@ theorem mul_diagonal_indicatorVec_mul_apply {R : Type*} [CommRing R]
     (j k : Fin d) :
     (down * Matrix.diagonal (indicatorVec S : Fin n → R) * up) j k =
       ∑ i ∈ S, down j i * up i k := by
-  rw [Matrix.mul_apply]
-  simp only [Matrix.mul_diagonal]
+  have h1 : (down * Matrix.diagonal (indicatorVec S : Fin n → R) * up) j k =
+      ∑ i, down j i * (indicatorVec S i : R) * up i k := by
+    first
+      | (rw [Matrix.mul_apply]; simp only [Matrix.mul_diagonal]; done)
+      | (rw [Matrix.mul_apply]
+         exact Finset.sum_congr rfl fun i _ => by rw [Matrix.mul_diagonal])
+      | (simp only [Matrix.mul_apply, Matrix.mul_diagonal]; done)
+  rw [h1]
   calc ∑ i, down j i * (indicatorVec S i : R) * up i k
       = ∑ i, (if i ∈ S then down j i * up i k else 0) := by
         refine Finset.sum_congr rfl fun i _ => ?_
-        by_cases hi : i ∈ S <;> simp [indicatorVec, hi]
+        by_cases hi : i ∈ S
+        · first
+            | (simp only [indicatorVec, if_pos hi, mul_one]; done)
+            | simp [indicatorVec, hi]
+        · first
+            | (simp only [indicatorVec, if_neg hi, mul_zero, zero_mul]; done)
+            | simp [indicatorVec, hi]
     _ = ∑ i ∈ S, down j i * up i k := sum_univ_ite_mem S fun i => down j i * up i k
 
 /-- The index-set condition `W_down[:,S] W_up[S,:] = -A` in matrix form:
@@ -87,11 +101,16 @@ theorem indexSetCond_iff_diagonal {R : Type*} [CommRing R] {A : Matrix (Fin d) (
   · intro hS
     ext j k
     rw [mul_diagonal_indicatorVec_mul_apply]
-    exact hS j k
+    first
+      | exact hS j k
+      | (rw [Matrix.neg_apply]; exact hS j k)
   · intro hD j k
-    have hjk := congrFun (congrFun hD j) k
+    have hjk : (down * Matrix.diagonal (indicatorVec S : Fin n → R) * up) j k = (-A) j k := by
+      rw [hD]
     rw [mul_diagonal_indicatorVec_mul_apply] at hjk
-    exact hjk
+    first
+      | exact hjk
+      | (rw [Matrix.neg_apply] at hjk; exact hjk)
 
 /-- **relaxation_certificate** (ours). The index-set condition is the linear system
 `W_down · diag(s) · W_up = -A` restricted to `s ∈ {0,1}ⁿ` (the indicator of `S`). So if no
@@ -118,9 +137,13 @@ theorem activation_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (S : Fin
     σ (signFlip S i * z) = σ z - (indicatorVec S i : ℝ) * z := by
   by_cases hi : i ∈ S
   · have h := hσ z
-    simp only [signFlip, indicatorVec, if_pos hi, neg_one_mul, one_mul]
+    have hs : signFlip S i = -1 := if_pos hi
+    have hp : (indicatorVec S i : ℝ) = 1 := if_pos hi
+    rw [hs, hp, neg_one_mul, one_mul]
     linarith
-  · simp only [signFlip, indicatorVec, if_neg hi, one_mul, zero_mul, sub_zero]
+  · have hs : signFlip S i = 1 := if_neg hi
+    have hp : (indicatorVec S i : ℝ) = 0 := if_neg hi
+    rw [hs, hp, one_mul, zero_mul, sub_zero]
 
 /-- The vector form of `Absorb.activation_signFlip`: `σ(D u) = σ(u) - P u`, with
 `D = diag (signFlip S)` and `P = diag (indicatorVec S)`. -/
@@ -131,18 +154,21 @@ theorem activation_signFlip_vec {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (S :
   funext i
   show σ ((Matrix.diagonal (signFlip S) *ᵥ u) i) =
     σ (u i) - (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ u) i
-  rw [Matrix.mulVec_diagonal, Matrix.mulVec_diagonal]
-  exact activation_signFlip hσ S i (u i)
+  first
+    | (rw [Matrix.mulVec_diagonal, Matrix.mulVec_diagonal]; exact activation_signFlip hσ S i (u i))
+    | (simp only [Matrix.mulVec_diagonal]; exact activation_signFlip hσ S i (u i))
 
 /-- Under the index-set condition, `W_down P W_up x = -A x`. -/
 theorem mulVec_indicator_eq_neg {A : Matrix (Fin d) (Fin d) ℝ} {up : Matrix (Fin n) (Fin d) ℝ}
     {down : Matrix (Fin d) (Fin n) ℝ} {S : Finset (Fin n)} (hS : IndexSetCond A up down S)
     (x : Fin d → ℝ) :
     down *ᵥ (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (up *ᵥ x)) = -(A *ᵥ x) := by
-  have hD := indexSetCond_iff_diagonal.1 hS
+  have hD : down * Matrix.diagonal (indicatorVec S : Fin n → ℝ) * up = -A :=
+    indexSetCond_iff_diagonal.1 hS
   first
-    | (rw [Matrix.mulVec_mulVec, Matrix.mulVec_mulVec, hD, Matrix.neg_mulVec])
-    | (simp only [Matrix.mulVec_mulVec, ← Matrix.mul_assoc, hD, Matrix.neg_mulVec])
+    | (rw [Matrix.mulVec_mulVec, Matrix.mulVec_mulVec, hD, Matrix.neg_mulVec]; done)
+    | (rw [Matrix.mulVec_mulVec, Matrix.mulVec_mulVec, hD]; exact Matrix.neg_mulVec x A)
+    | (simp only [Matrix.mulVec_mulVec, ← Matrix.mul_assoc, hD, Matrix.neg_mulVec]; done)
 
 /-! ### No biases -/
 
@@ -163,8 +189,9 @@ theorem ungatedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Mat
   have hv : (fun i => σ (((Matrix.diagonal (signFlip S) * W.up) *ᵥ x) i)) =
       (fun i => σ ((W.up *ᵥ x) i)) -
         Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x) := by
-    rw [← Matrix.mulVec_mulVec]
-    exact activation_signFlip_vec hσ S (W.up *ᵥ x)
+    first
+      | (rw [← Matrix.mulVec_mulVec]; exact activation_signFlip_vec hσ S (W.up *ᵥ x))
+      | simpa only [Matrix.mulVec_mulVec] using activation_signFlip_vec hσ S (W.up *ᵥ x)
   have key := mulVec_indicator_eq_neg hS x
   calc ungatedMap σ (signFlipWeights S W) x
       = W.down *ᵥ ((fun i => σ ((W.up *ᵥ x) i)) -
@@ -175,7 +202,9 @@ theorem ungatedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Mat
         Matrix.mulVec_sub _ _ _
     _ = A *ᵥ x + W.down *ᵥ (fun i => σ ((W.up *ᵥ x) i)) := by
         rw [key]
-        abel
+        first
+          | (abel; done)
+          | (rw [sub_neg_eq_add, add_comm]; done)
     _ = skipMap A (ungated σ d n) W x := rfl
 
 /-- **index_set_sufficient** (the "if" half of the paper's Theorems 8 (ReLU) and 10 (GELU),
@@ -213,12 +242,26 @@ theorem biasedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Matr
       (fun i => σ ((W.up *ᵥ x) i + W.bUp i)) -
         Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x + W.bUp) := by
     funext i
+    have h1 : ((Matrix.diagonal (signFlip S) * W.up) *ᵥ x) i +
+        (Matrix.diagonal (signFlip S) *ᵥ W.bUp) i =
+        signFlip S i * ((W.up *ᵥ x) i + W.bUp i) := by
+      first
+        | (rw [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal, Matrix.mulVec_diagonal, mul_add]
+           done)
+        | (rw [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal, Matrix.mulVec_diagonal]; ring)
+        | (simp only [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal]; ring)
+    have h2 : (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x + W.bUp)) i =
+        (indicatorVec S i : ℝ) * ((W.up *ᵥ x) i + W.bUp i) := by
+      first
+        | (rw [Matrix.mulVec_diagonal, Pi.add_apply]; done)
+        | (rw [Matrix.mulVec_diagonal]; done)
+        | (rw [Matrix.mulVec_diagonal]; rfl)
+        | simp only [Matrix.mulVec_diagonal, Pi.add_apply]
     show σ (((Matrix.diagonal (signFlip S) * W.up) *ᵥ x) i +
         (Matrix.diagonal (signFlip S) *ᵥ W.bUp) i) =
       σ ((W.up *ᵥ x) i + W.bUp i) -
         (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x + W.bUp)) i
-    rw [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal, Matrix.mulVec_diagonal,
-      Matrix.mulVec_diagonal, ← mul_add, Pi.add_apply]
+    rw [h1, h2]
     exact activation_signFlip hσ S i _
   have key := mulVec_indicator_eq_neg hS x
   calc biasedMap σ (signFlipBiasedWeights S W) x
@@ -228,12 +271,17 @@ theorem biasedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Matr
         congrArg (fun v => W.down *ᵥ v +
           (W.bDown + W.down *ᵥ (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ W.bUp))) hv
     _ = A *ᵥ x + (W.down *ᵥ (fun i => σ ((W.up *ᵥ x) i + W.bUp i)) + W.bDown) := by
-        rw [Matrix.mulVec_sub,
-          Matrix.mulVec_add (Matrix.diagonal (indicatorVec S : Fin n → ℝ)) (W.up *ᵥ x) W.bUp,
-          Matrix.mulVec_add W.down
-            (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x))
-            (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ W.bUp), key]
-        abel
+        first
+          | (rw [Matrix.mulVec_sub,
+              Matrix.mulVec_add (Matrix.diagonal (indicatorVec S : Fin n → ℝ)) (W.up *ᵥ x) W.bUp,
+              Matrix.mulVec_add W.down
+                (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x))
+                (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ W.bUp), key]
+             abel
+             done)
+          | (simp only [Matrix.mulVec_sub, Matrix.mulVec_add, key]
+             abel
+             done)
     _ = skipMap A (biased σ d n) W x := rfl
 
 /-- **index_set_sufficient** with biases (ours): for odd-part-linear `σ`, if some `S` has

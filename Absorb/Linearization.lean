@@ -90,13 +90,14 @@ theorem inv_smul_gatedMap (g : ℝ → ℝ) (V : GatedWeights d n) (t : ℝ) (y 
       fun i => g ((V.gate *ᵥ y) i) * (V.up *ᵥ (t⁻¹ • y)) i := by
     funext i
     first
-    | (rw [Matrix.mulVec_smul V.up t⁻¹ y]; simp only [Pi.smul_apply, smul_eq_mul]; ring)
-    | (simp only [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]; ring)
+    | (rw [Matrix.mulVec_smul V.up t⁻¹ y]; simp only [Pi.smul_apply, smul_eq_mul]; ring1)
+    | (simp only [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]; ring1)
+    | (rw [Matrix.mulVec_smul_assoc V.up y t⁻¹]; simp only [Pi.smul_apply, smul_eq_mul]; ring1)
   have hmv : t⁻¹ • gatedMap g V y =
       V.down *ᵥ (t⁻¹ • fun i => g ((V.gate *ᵥ y) i) * (V.up *ᵥ y) i) :=
     (Matrix.mulVec_smul V.down t⁻¹ _).symm
   first
-  | rw [hmv, hw]
+  | (rw [hmv, hw]; done)
   | exact hmv.trans (congrArg (fun w => V.down *ᵥ w) hw)
 
 /-- **Flatness of gated blocks at `0`** (the core of the paper's Proposition 6). Let `g 0 = 0`
@@ -197,10 +198,15 @@ theorem continuous_sigmoid : Continuous sigmoid := by
   have hne : ∀ z : ℝ, 1 + Real.exp (-z) ≠ 0 := fun z => by
     have hz : 0 < Real.exp (-z) := Real.exp_pos (-z)
     exact (by linarith : (0 : ℝ) < 1 + Real.exp (-z)).ne'
-  have hinv : Continuous fun z : ℝ => (1 + Real.exp (-z))⁻¹ := hden.inv₀ hne
+  have hinv : Continuous fun z : ℝ => (1 + Real.exp (-z))⁻¹ := by
+    first
+    | exact hden.inv₀ hne
+    | exact Continuous.inv₀ hden hne
   have hs : sigmoid = fun z : ℝ => (1 + Real.exp (-z))⁻¹ := by
     funext z
-    simp only [sigmoid, one_div]
+    first
+    | (simp only [sigmoid, one_div]; done)
+    | (unfold sigmoid; exact one_div _)
   rw [hs]
   exact hinv
 
@@ -257,8 +263,13 @@ theorem continuous_geluTanh : Continuous geluTanh := by
     | fun_prop
     | continuity
   have hF : Continuous fun z : ℝ =>
-      (1 + Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3))) / 2 :=
-    (continuous_const.add (continuous_tanh'.comp hin)).div_const 2
+      (1 + Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3))) / 2 := by
+    have ht : Continuous fun z : ℝ =>
+        Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3)) :=
+      continuous_tanh'.comp hin
+    first
+    | exact (continuous_const.add ht).div_const 2
+    | fun_prop
   have h : Continuous fun z : ℝ =>
       z * ((1 + Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3))) / 2) :=
     continuous_id.mul hF

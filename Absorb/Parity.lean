@@ -50,18 +50,22 @@ theorem oddPartLinear_relu : OddPartLinear relu := by
   intro z
   show max z 0 - max (-z) 0 = z
   rcases le_total z 0 with h | h
-  · rw [max_eq_right h, max_eq_left (neg_nonneg.mpr h)]
-    ring
-  · rw [max_eq_left h, max_eq_right (neg_nonpos.mpr h)]
-    ring
+  · have e1 : max z 0 = 0 := max_eq_right h
+    have e2 : max (-z) 0 = -z := max_eq_left (neg_nonneg.mpr h)
+    linarith
+  · have e1 : max z 0 = z := max_eq_left h
+    have e2 : max (-z) 0 = 0 := max_eq_right (neg_nonpos.mpr h)
+    linarith
 
-/-- `1 / a * a = 1` for `a ≠ 0` (a local helper, proved by whichever of three standard
+/-- `1 / a * a = 1` for `a ≠ 0` (a local helper, proved by whichever of several standard
 routes the pinned Mathlib accepts). -/
 private theorem one_div_mul_cancel_real {a : ℝ} (ha : a ≠ 0) : 1 / a * a = 1 := by
   first
     | exact one_div_mul_cancel ha
     | (rw [one_div]; exact inv_mul_cancel₀ ha)
+    | (rw [div_mul_eq_mul_div, one_mul]; exact div_self ha)
     | field_simp
+    | simp [ha]
 
 /-- The logistic sigmoid satisfies `sigmoid z + sigmoid (-z) = 1`, i.e.
 `1 / (1 + e^{-z}) + 1 / (1 + e^{z}) = 1`. Proof: with `s = sigmoid z`, `t = sigmoid (-z)`,
@@ -73,9 +77,13 @@ theorem sigmoid_add_sigmoid_neg (z : ℝ) : sigmoid z + sigmoid (-z) = 1 := by
   have h2 : 1 + Real.exp z ≠ 0 :=
     (by linarith [Real.exp_pos z] : (0 : ℝ) < 1 + Real.exp z).ne'
   have hab : Real.exp (-z) * Real.exp z = 1 := by
-    rw [← Real.exp_add]
-    simp
-  have e1 : sigmoid z * (1 + Real.exp (-z)) = 1 := one_div_mul_cancel_real h1
+    first
+      | (rw [← Real.exp_add, neg_add_cancel, Real.exp_zero])
+      | (rw [← Real.exp_add]; simp; done)
+      | (rw [Real.exp_neg z]; exact inv_mul_cancel₀ (Real.exp_pos z).ne')
+  have e1 : sigmoid z * (1 + Real.exp (-z)) = 1 := by
+    show 1 / (1 + Real.exp (-z)) * (1 + Real.exp (-z)) = 1
+    exact one_div_mul_cancel_real h1
   have e2 : sigmoid (-z) * (1 + Real.exp z) = 1 := by
     show 1 / (1 + Real.exp (-(-z))) * (1 + Real.exp z) = 1
     rw [neg_neg]
@@ -98,9 +106,15 @@ theorem oddPartLinear_geluTanh : OddPartLinear geluTanh := by
   have harg : Real.sqrt (2 / Real.pi) * (-z + 0.044715 * (-z) ^ 3) =
       -(Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3)) := by
     ring
+  have ht : Real.tanh (Real.sqrt (2 / Real.pi) * (-z + 0.044715 * (-z) ^ 3)) =
+      -Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3)) := by
+    rw [harg]
+    first
+      | exact Real.tanh_neg _
+      | simp only [Real.tanh_eq_sinh_div_cosh, Real.sinh_neg, Real.cosh_neg, neg_div]
   show z * ((1 + Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3))) / 2) -
       -z * ((1 + Real.tanh (Real.sqrt (2 / Real.pi) * (-z + 0.044715 * (-z) ^ 3))) / 2) = z
-  rw [harg, Real.tanh_neg]
+  rw [ht]
   ring
 
 /-- ReLU² is not odd-part-linear: at `z = 2`, `reluSq 2 - reluSq (-2) = 4 ≠ 2`. (It is
@@ -110,14 +124,15 @@ theorem not_oddPartLinear_reluSq : ¬ OddPartLinear reluSq := by
   have h2 := h 2
   have e1 : reluSq 2 = 4 := by
     show (max (2 : ℝ) 0) ^ 2 = 4
-    rw [max_eq_left (by norm_num : (0 : ℝ) ≤ 2)]
-    norm_num
+    have hm : max (2 : ℝ) 0 = 2 := max_eq_left (by norm_num)
+    calc (max (2 : ℝ) 0) ^ 2 = (2 : ℝ) ^ 2 := by rw [hm]
+      _ = 4 := by norm_num
   have e2 : reluSq (-2) = 0 := by
     show (max (-2 : ℝ) 0) ^ 2 = 0
-    rw [max_eq_right (by norm_num : (-2 : ℝ) ≤ 0)]
-    norm_num
-  rw [e1, e2] at h2
-  norm_num at h2
+    have hm : max (-2 : ℝ) 0 = 0 := max_eq_right (by norm_num)
+    calc (max (-2 : ℝ) 0) ^ 2 = (0 : ℝ) ^ 2 := by rw [hm]
+      _ = 0 := by norm_num
+  linarith
 
 /-- The sigmoid is positive. -/
 theorem sigmoid_pos (z : ℝ) : 0 < sigmoid z := by
@@ -128,7 +143,9 @@ theorem sigmoid_pos (z : ℝ) : 0 < sigmoid z := by
 theorem sigmoid_lt_one (z : ℝ) : sigmoid z < 1 := by
   have h1 : 1 + Real.exp (-z) ≠ 0 :=
     (by linarith [Real.exp_pos (-z)] : (0 : ℝ) < 1 + Real.exp (-z)).ne'
-  have e1 : sigmoid z * (1 + Real.exp (-z)) = 1 := one_div_mul_cancel_real h1
+  have e1 : sigmoid z * (1 + Real.exp (-z)) = 1 := by
+    show 1 / (1 + Real.exp (-z)) * (1 + Real.exp (-z)) = 1
+    exact one_div_mul_cancel_real h1
   have hprod : 0 < sigmoid z * Real.exp (-z) := mul_pos (sigmoid_pos z) (Real.exp_pos (-z))
   have hs : sigmoid z = 1 - sigmoid z * Real.exp (-z) := by linear_combination e1
   linarith

@@ -180,6 +180,32 @@ def test_exact_relaxation_residual_matches_float() -> None:
     np.testing.assert_allclose(ex.s, fl.s, atol=1e-9)
 
 
+def test_exact_large_rationals_beyond_int64() -> None:
+    """Denominators ~10⁷ make the integer-scaled equations overflow int64: the search must
+    switch to Python integers and still decide exactly."""
+    rng = np.random.default_rng(12)
+    d, n = 2, 9
+
+    def rational(shape: tuple[int, int]) -> np.ndarray:
+        num = rng.integers(-(10**6), 10**6, size=shape)
+        den = rng.integers(10**6, 10**7, size=shape)
+        out = np.empty(shape, dtype=object)
+        out[...] = [
+            [Fraction(int(a), int(b)) for a, b in zip(r, q, strict=True)]
+            for r, q in zip(num, den, strict=True)
+        ]
+        return out
+
+    Wu, Wd = rational((n, d)), rational((d, n))
+    Wu[[2, 3]] = as_fractions(np.eye(d, dtype=int))
+    Wd[:, [2, 3]] = -as_fractions(np.eye(d, dtype=int)) - Wd[:, [5]] @ Wu[[5], :]
+    res = find_index_set(Wu, Wd)
+    assert res.exact and res.status == "found" and res.S == (2, 3, 5)
+    Wd[0, 5] += Fraction(1, 10**9)
+    res = find_index_set(Wu, Wd)
+    assert res.status == "none" and brute_force_index_set(Wu, Wd) is None
+
+
 small_int = st.integers(min_value=-1, max_value=1)
 
 

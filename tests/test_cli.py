@@ -146,6 +146,16 @@ def test_audit_from_a_subdirectory(cli: Cli, monkeypatch: pytest.MonkeyPatch) ->
     assert {"degree", "linearization", "index_set_sufficient"} <= ids
 
 
+def test_audit_exits_4_on_findings(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "Absorb").mkdir()
+    (tmp_path / "Absorb.lean").write_text("import Absorb.Basic\n")
+    (tmp_path / "Absorb" / "Basic.lean").write_text("theorem Absorb.foo : True := sorry\n")
+    res = cli("audit", "--root", str(tmp_path), "--json")
+    assert res.code == 4, res.err
+    findings = res.json()["findings"]
+    assert any(f["kind"] == "sorry" for f in findings), findings  # type: ignore[index]
+
+
 @pytest.mark.skipif(find_lake() is not None, reason="a Lean toolchain is installed here")
 def test_verify_without_lake_exits_3(cli: Cli) -> None:
     _one_line_error(cli("verify", "--root", str(REPO), "--json"), code=3)

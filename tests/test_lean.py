@@ -379,9 +379,11 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 def test_ctrl_c_kills_the_group_and_propagates(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     script = _script(tmp_path / "slow", f"sleep 60 & echo $! > {pids}; wait\n")
-    # SIGINT from another thread: Python raises KeyboardInterrupt in the main thread, inside
-    # run_process's wait, as it would on Ctrl-C at the terminal.
-    timer = threading.Timer(1.0, signal.raise_signal, args=(signal.SIGINT,))
+    # SIGINT aimed at the main thread (as the terminal's Ctrl-C reaches it): Python raises
+    # KeyboardInterrupt inside run_process's wait.
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(1.0, signal.pthread_kill, args=(main, signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -272,7 +272,8 @@ def _exact_min_norm(
     R: list[list[Fraction]], pivots: list[int], p: list[Fraction], n: int
 ) -> list[Fraction]:
     """The minimum-norm point p − N(NᵀN)⁻¹Nᵀp of the affine set p + null(R)."""
-    free = [j for j in range(n) if j not in set(pivots)]
+    pivot_set = set(pivots)
+    free = [j for j in range(n) if j not in pivot_set]
     if not free:
         return p
     # null-space basis: one vector per free column f, e_f − Σ_rows R[row][f] e_pivot(row)

@@ -1,7 +1,8 @@
 """The ``absorb`` command line (DESIGN.md, "Command line contract").
 
 Exit codes: 0 the command did its job (whatever the verdict), 2 bad input (one line
-``error: …`` on stderr), 3 a needed external tool is missing, 1 internal error.
+``error: …`` on stderr), 3 a needed external tool is missing, 1 internal error, 4 ``audit`` or
+``verify`` ran and found a problem (a ``sorry``, a missing declaration, a failed build).
 With ``--json`` stdout holds exactly one JSON object; progress bars and logs go to stderr.
 """
 
@@ -21,6 +22,9 @@ import numpy as np
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
 from absorb.errors import AbsorbError, ToolMissing
+
+# `audit`/`verify` ran to completion but the Lean library is not in order.
+EXIT_FINDINGS = 4
 
 # Random blocks above this many weights (d·n) are refused: beyond it `check` stops being quick.
 MAX_RANDOM_WEIGHTS = 1 << 26
@@ -286,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result, lines = args.run(args)
         text = json.dumps(plain(result), allow_nan=False) if args.json else "\n".join(lines)
         sys.stdout.write(text + "\n")
-        return 0
+        return EXIT_FINDINGS if args.command in {"audit", "verify"} and not result["ok"] else 0
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
     except AbsorbError as exc:
