@@ -169,7 +169,9 @@ theorem tendsto_inv_smul_ungatedMap {σ : ℝ → ℝ} {k : ℕ} (hσ : Continuo
         (𝓝 (σ ((W.up *ᵥ v) i))) :=
       (hσ.tendsto _).comp (tendsto_pi_nhds.1 hup i)
     have h2 := (tendsto_self_nhdsGT_zero.mul (tendsto_self_nhdsGT_zero.pow j)).mul h1
-    rw [zero_mul, zero_mul] at h2
+    first
+    | rw [zero_mul, zero_mul] at h2
+    | simp only [zero_mul] at h2
     first
     | exact h2
     | simpa using h2
@@ -243,8 +245,10 @@ private theorem reluSq_mul_of_pos {t : ℝ} (ht : 0 < t) (z : ℝ) :
   unfold reluSq
   rcases le_total z 0 with hz | hz
   · have h1 : t * z ≤ 0 := by
-      have h2 : t * z ≤ t * 0 := mul_le_mul_of_nonneg_left hz ht.le
-      rwa [mul_zero] at h2
+      first
+      | nlinarith
+      | (have h2 : t * z ≤ t * 0 := mul_le_mul_of_nonneg_left hz ht.le
+         rwa [mul_zero] at h2)
     first
     | (rw [max_eq_right h1, max_eq_right hz]; ring1)
     | (simp only [max_eq_right h1, max_eq_right hz]; ring1)

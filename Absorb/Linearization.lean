@@ -74,7 +74,9 @@ theorem tendsto_zero_of_tendsto_inv_smul {y : ℝ → Fin d → ℝ} {v : Fin d 
     (hy : Tendsto (fun t : ℝ => t⁻¹ • y t) (𝓝[>] 0) (𝓝 v)) :
     Tendsto y (𝓝[>] 0) (𝓝 0) := by
   have h := tendsto_self_nhdsGT_zero.smul hy
-  rw [zero_smul] at h
+  first
+  | rw [zero_smul] at h
+  | simp only [zero_smul] at h
   refine h.congr' ?_
   filter_upwards [self_mem_nhdsWithin] with t ht
   exact smul_inv_smul₀ (Set.mem_Ioi.mp ht).ne' (y t)

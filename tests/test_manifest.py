@@ -43,10 +43,12 @@ def test_every_design_id_has_exactly_one_entry() -> None:
     assert set(ids) == set(_design_ids())
 
 
-def test_lean_names_are_exactly_the_architecture_table() -> None:
+def test_lean_names_cover_the_architecture_table() -> None:
+    # The architecture table names each theorem's main declarations; the manifest may add
+    # instances and variants, but must keep every one of them, in the same order.
     table = _architecture_lean_names()
     for thm in manifest.THEOREMS:
-        assert list(thm.lean) == table[thm.id], thm.id
+        assert list(thm.lean[: len(table[thm.id])]) == table[thm.id], thm.id
         if not thm.lean:
             assert "not formalized" in thm.lean_note.lower()
 
@@ -84,12 +86,13 @@ def _mutated(edit: str, old: str, new: str) -> str:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ('lean = ["Absorb.volume_setOf_indexSetCond_eq_zero"]', "lean = []", "no lean_note"),
+        ('lean = ["Absorb.not_indexSetCond_of_relaxation"]', "lean = []", "no lean_note"),
+        ('lean = []\nlean_note', 'lean = []\nlean_scope = "x"\nlean_note', "with `lean` set"),
         ('experiments = ["odd_part_catalog"]', "experiments = []", "names no experiment"),
         ("[relaxation_certificate]", "[relaxation_certificates]", "missing IDs"),
         ('title = "Absorbable weights form a null set"', 'title = ""', "title"),
         ('lean = ["Absorb.not_indexSetCond_of_relaxation"]',
-         'lean = ["Absorb.volume_setOf_indexSetCond_eq_zero"]', "used by two theorems"),
+         'lean = ["Absorb.not_absorbable_reglu"]', "used by two theorems"),
         ("[degree]", "[degree]\nextra = 1", "unknown keys"),
         ("[reduction]", "[reduction]]", "theorems.toml"),
     ],

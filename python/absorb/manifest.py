@@ -34,7 +34,7 @@ THEOREM_IDS: tuple[str, ...] = (
 
 _STRING_KEYS = ("title", "statement", "paper")
 _LIST_KEYS = ("hypotheses", "lean", "experiments")
-_KNOWN_KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "lean_note"))
+_KNOWN_KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "lean_note", "lean_scope"))
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,9 @@ class Theorem:
     lean: tuple[str, ...]
     lean_note: str
     experiments: tuple[str, ...]
+    #: Where the Lean declarations state less than ``statement`` (a narrower hypothesis), what
+    #: exactly they cover; empty when they state it all.
+    lean_scope: str = ""
 
     @property
     def formalized(self) -> bool:
@@ -65,6 +68,7 @@ class Theorem:
             "hypotheses": list(self.hypotheses),
             "lean": list(self.lean),
             "lean_note": self.lean_note,
+            "lean_scope": self.lean_scope,
             "experiments": list(self.experiments),
         }
 
@@ -99,6 +103,9 @@ def _entry(tid: str, table: object) -> Theorem:
         )
     if lists["lean"] and note:
         raise AbsorbError(f"theorems.toml: [{tid}] has Lean declarations and a lean_note")
+    scope = table.get("lean_scope", "")
+    if not isinstance(scope, str) or (scope and not lists["lean"]):
+        raise AbsorbError(f"theorems.toml: [{tid}].lean_scope must be a string, with `lean` set")
     if not lists["experiments"]:
         raise AbsorbError(f"theorems.toml: [{tid}] names no experiment")
     return Theorem(
@@ -110,6 +117,7 @@ def _entry(tid: str, table: object) -> Theorem:
         lean=lists["lean"],
         lean_note=note,
         experiments=lists["experiments"],
+        lean_scope=scope,
     )
 
 

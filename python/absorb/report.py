@@ -127,6 +127,7 @@ def build_report(seed: int, progress: bool, root: Path | None) -> dict[str, obje
             "hypotheses": list(thm.hypotheses),
             "lean": list(thm.lean),
             "lean_note": thm.lean_note,
+            "lean_scope": thm.lean_scope,
             "formal": _formal_status(thm, source, lean),
             "numerical": {
                 "status": "agrees" if all(e["agrees"] for e in counted) else "disagrees",
@@ -247,6 +248,8 @@ def render_markdown(report: Mapping[str, object], figures: Mapping[str, str]) ->
                 f"**formal: {t['formal']['status']}** · **numerical: {t['numerical']['status']}**"
                 f" · {t['paper']}", "", t["statement"], "",
                 "Lean: " + (", ".join(f"`{n}`" for n in t["lean"]) or t["lean_note"]), ""]
+        if t["lean_scope"]:
+            out += [f"*Formal scope:* {t['lean_scope']}", ""]
         for e in t["numerical"]["experiments"]:
             out += [f"### {e['name']} ({_experiment_kind(e)}: {_outcome(e)})", "",
                     e["description"], "", f"*{e['summary']}*", ""]
@@ -328,6 +331,8 @@ def render_html(report: Mapping[str, object], images: Mapping[str, bytes]) -> st
     for t in theorems:  # type: ignore[attr-defined]
         lean = (", ".join(f"<code>{esc(n)}</code>" for n in t["lean"])
                 or f"<i>{esc(t['lean_note'])}</i>")
+        if t["lean_scope"]:
+            lean += f"<br><i>Formal scope: {esc(t['lean_scope'])}</i>"
         hyps = "".join(f"<li>{esc(h)}</li>" for h in t["hypotheses"])
         parts += [
             f"<h2 id='{t['id']}'>{esc(t['title'])} <small><code>{esc(t['id'])}</code></small>"

@@ -195,7 +195,6 @@ class AdamFit:
         self.X = np.ascontiguousarray(X, dtype=z)
         self.T = np.ascontiguousarray(T, dtype=z)
         omega = np.asarray(row_weight, dtype=np.float64)
-        self.omega = omega.astype(z)
         self.omega2 = (2 * omega).astype(z)[:, None]
         self.p = {k: np.array(v, dtype=z) for k, v in params.items()}
         self.gated = "V_gate" in self.p
@@ -268,9 +267,9 @@ class AdamFit:
         np.matmul(self.H, p["V_down"].T, out=self.Y)
         if "c_down" in p:
             self.Y += p["c_down"]
-        np.subtract(self.Y, self.T, out=self.dY)  # R
-        loss = float(np.einsum("md,md,m->", self.dY, self.dY, self.omega))
-        self.dY *= self.omega2  # dY = 2ω ⊙ R
+        self.Y -= self.T  # R, in place of Y
+        np.multiply(self.Y, self.omega2, out=self.dY)  # dY = 2ω ⊙ R
+        loss = 0.5 * float(np.vdot(self.dY, self.Y))  # Σ ω‖R‖², a BLAS dot
         if "V_down" in g:
             np.matmul(self.dY.T, self.H, out=g["V_down"])
         if "c_down" in g:
