@@ -146,6 +146,7 @@ def _text_check(r: dict[str, Any]) -> list[str]:
     if r.get("search"):
         lines.append("search (best relative error per input scale): "
                      + _text_errors(r["search"]["relative_error"]))
+        lines.append(f"  ({r['search']['note']})")
     return lines
 
 
