@@ -248,7 +248,7 @@ theorem biasedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Matr
       first
         | (rw [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal, Matrix.mulVec_diagonal, mul_add]
            done)
-        | (rw [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal, Matrix.mulVec_diagonal]; ring)
+        | (rw [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal, Matrix.mulVec_diagonal]; ring1)
         | (simp only [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal]; ring)
     have h2 : (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x + W.bUp)) i =
         (indicatorVec S i : ℝ) * ((W.up *ᵥ x) i + W.bUp i) := by

@@ -64,7 +64,7 @@ private theorem one_div_mul_cancel_real {a : ℝ} (ha : a ≠ 0) : 1 / a * a = 1
     | exact one_div_mul_cancel ha
     | (rw [one_div]; exact inv_mul_cancel₀ ha)
     | (rw [div_mul_eq_mul_div, one_mul]; exact div_self ha)
-    | field_simp
+    | (field_simp; done)
     | simp [ha]
 
 /-- The logistic sigmoid satisfies `sigmoid z + sigmoid (-z) = 1`, i.e.
@@ -78,7 +78,7 @@ theorem sigmoid_add_sigmoid_neg (z : ℝ) : sigmoid z + sigmoid (-z) = 1 := by
     (by linarith [Real.exp_pos z] : (0 : ℝ) < 1 + Real.exp z).ne'
   have hab : Real.exp (-z) * Real.exp z = 1 := by
     first
-      | (rw [← Real.exp_add, neg_add_cancel, Real.exp_zero])
+      | (rw [← Real.exp_add, neg_add_cancel, Real.exp_zero]; done)
       | (rw [← Real.exp_add]; simp; done)
       | (rw [Real.exp_neg z]; exact inv_mul_cancel₀ (Real.exp_pos z).ne')
   have e1 : sigmoid z * (1 + Real.exp (-z)) = 1 := by

@@ -361,6 +361,35 @@ def bench_fit(quick: bool) -> Table:
 # ---------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------
+# 4. whole runs: `absorb report` on defaults, by stage
+
+def bench_report(quick: bool) -> Table:
+    """`write_report` end to end, beside its stages timed one by one in the same run."""
+    import tempfile
+
+    from absorb.experiments import EXPERIMENTS, run_experiment
+    from absorb.lean import audit
+    from absorb.report import write_report
+
+    root = HERE.parent
+    stages = [("audit of Absorb/", once(lambda: audit(root))[0])]
+    stages += [(f"experiment {name}", once(partial(run_experiment, name, 0))[0])
+               for name in EXPERIMENTS]
+    with tempfile.TemporaryDirectory() as tmp:
+        total, _ = once(lambda: write_report(Path(tmp) / "report", seed=0, progress=False))
+    timed = sum(t for _, t in stages)
+    stages.append(("figures, HTML and files (the rest)", max(total - timed, 0.0)))
+    table = Table(
+        f"`absorb report` on defaults: {total:.1f} s end to end, by stage",
+        ["stage", "s", "share"],
+    )
+    table.rows = [[name, f"{t:.2f}", f"{100 * t / total:.0f} %"]
+                  for name, t in sorted(stages, key=lambda st: -st[1])]
+    table.notes.append("stages timed separately in the same process; the rest = total − stages")
+    return table
+
+
 def environment() -> list[str]:
     lines = [
         f"python {platform.python_version()}, numpy {np.__version__}, "
@@ -403,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(env), flush=True)
     sections = []
     t_start = time.perf_counter()
-    for fn in (bench_index_set, bench_relaxation, bench_fit):
+    for fn in (bench_index_set, bench_relaxation, bench_fit, bench_report):
         table, peak = traced(partial(fn, args.quick))
         table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
         print("\n" + table.text(), flush=True)
