@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import zipfile
+import zlib
 from fractions import Fraction
 from pathlib import Path
 
@@ -140,7 +142,10 @@ def _read_npz(path: Path) -> dict[str, Array]:
                 raise AbsorbError(f"{k} has {size} entries, more than the limit {MAX_ENTRIES}")
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k].astype(np.float64) for k in npz.files}
-    except (ValueError, zipfile.BadZipFile, EOFError, OSError) as exc:
+    # zipfile signals damaged or unsupported archives through many types (encryption is a
+    # RuntimeError, unknown compression a NotImplementedError, bad deflate data zlib.error).
+    except (ValueError, zipfile.BadZipFile, EOFError, OSError, NotImplementedError,
+            RuntimeError, zlib.error, struct.error) as exc:
         raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
 
 
