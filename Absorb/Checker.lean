@@ -126,9 +126,11 @@ def firstFailure (B : RatBlock) : Option (Fin B.d × Fin B.d) :=
 `(W_down[:,S] W_up[S,:])[j,k]` differs from `-A[j,k]`. -/
 theorem lhs_ne_rhs_of_firstFailure (B : RatBlock) {p : Fin B.d × Fin B.d}
     (h : firstFailure B = some p) : B.lhs p.1 p.2 ≠ B.rhs p.1 p.2 := by
-  -- `hp : decide (B.lhs p.1 p.2 ≠ B.rhs p.1 p.2) = true`, elaborated without an expected
-  -- type so that the predicate of `find?` is read off `h` rather than guessed.
-  have hp := List.find?_some h
+  -- `h` with `firstFailure` unfolded (by defeq), so that `List.find?_some` reads the
+  -- predicate off a literal `List.find?` application; then
+  -- `hp : decide (B.lhs p.1 p.2 ≠ B.rhs p.1 p.2) = true`.
+  have h' : (entries B.d).find? (fun q => decide (B.lhs q.1 q.2 ≠ B.rhs q.1 q.2)) = some p := h
+  have hp := List.find?_some h'
   first
     | exact of_decide_eq_true hp
     | simpa using hp
@@ -263,12 +265,12 @@ def isObject : Lean.Json → Bool
   | .obj _ => true
   | _ => false
 
-/-- The value at `key` of a JSON object, treating `null` as absent. -/
+/-- The value at `key` of a JSON object, treating `null` as absent. (`Lean.Json.getObjValD`
+gives `null` for a missing key or a non-object.) -/
 def field? (j : Lean.Json) (key : String) : Option Lean.Json :=
-  match j.getObjVal? key with
-  | .ok .null => none
-  | .ok v => some v
-  | .error _ => none
+  match j.getObjValD key with
+  | .null => none
+  | v => some v
 
 /-- The value at `key`, which must be present. -/
 def required (j : Lean.Json) (key : String) : Except String Lean.Json :=
