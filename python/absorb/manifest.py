@@ -53,11 +53,6 @@ class Theorem:
     #: exactly they cover; empty when they state it all.
     lean_scope: str = ""
 
-    @property
-    def formalized(self) -> bool:
-        """Whether the theorem has at least one Lean declaration."""
-        return bool(self.lean)
-
     def to_json(self) -> dict[str, object]:
         """Plain-JSON form (lists, strings)."""
         return {
