@@ -53,8 +53,9 @@ theorem addHaar_setOf_apply_eq_apply {E : Type*} [NormedAddCommGroup E] [NormedS
     intro htop
     apply hx₀
     have hmem : x₀ ∈ LinearMap.ker φ := by
-      rw [htop]
-      exact Submodule.mem_top
+      first
+        | (rw [htop]; exact Submodule.mem_top)
+        | simp only [htop, Submodule.mem_top]
     exact LinearMap.mem_ker.1 hmem
   -- The level set through `x₀` is `x₀ + ker φ`, i.e. the preimage of `ker φ` under `-x₀ + ·`.
   have hsub : {x | φ x = φ x₀} ⊆ (fun h => -x₀ + h) ⁻¹' (LinearMap.ker φ : Set E) := by
