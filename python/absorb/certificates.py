@@ -27,7 +27,7 @@ Inputs are either float arrays (decided with a stated tolerance) or numpy object
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -572,6 +572,21 @@ def find_index_set(
     )
 
 
+_Verdict = tuple[Literal["found", "none", "limit"], tuple[int, ...] | None, str, str]
+
+
+def _skip_verdict(w: _Weights, a_is_zero: bool, rank: Callable[[Any], int]) -> _Verdict | None:
+    """The checks that need no relaxation: A = 0 (S = ∅ works) and rank A > n (no S can, since
+    rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n). ``rank`` is exact or numerical, like the weights."""
+    if a_is_zero:
+        return "found", (), "trivial", "the skip matrix is zero, so S = ∅ works"
+    rank_a = rank(w.A)
+    if rank_a > w.n:
+        return ("none", None, "rank",
+                f"rank(A) = {rank_a} > n = {w.n}, but rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n")
+    return None
+
+
 def _find_exact(w: _Weights, max_enumeration: int, method: Method) -> IndexSetSearch:
     rel, sysm = _exact_relaxation(w)
 
@@ -583,16 +598,9 @@ def _find_exact(w: _Weights, max_enumeration: int, method: Method) -> IndexSetSe
     def accept(S: tuple[int, ...]) -> bool:
         return all(v == 0 for v in _residual_matrix(w, S).ravel())
 
-    if all(v == 0 for v in w.A.ravel()):
-        return out("found", (), "trivial", "the skip matrix is zero, so S = ∅ works")
-    rank_a = _exact_rank(w.A)
-    if rank_a > w.n:
-        return out(
-            "none",
-            None,
-            "rank",
-            f"rank(A) = {rank_a} > n = {w.n}, but rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n",
-        )
+    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()), _exact_rank)
+    if early is not None:
+        return out(*early)
     if rel.residual_exact != 0:
         return out(
             "none",
@@ -630,16 +638,9 @@ def _find_float(w: _Weights, tol: float, max_enumeration: int, method: Method) -
     def accept(S: tuple[int, ...]) -> bool:
         return float(np.max(np.abs(_residual_matrix(w, S)))) <= tau
 
-    if a_max == 0.0:
-        return out("found", (), "trivial", "the skip matrix is zero, so S = ∅ works")
-    rank_a = int(np.linalg.matrix_rank(w.A))
-    if rank_a > w.n:
-        return out(
-            "none",
-            None,
-            "rank",
-            f"rank(A) = {rank_a} > n = {w.n}, but rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n",
-        )
+    early = _skip_verdict(w, a_max == 0.0, lambda A: int(np.linalg.matrix_rank(A)))
+    if early is not None:
+        return out(*early)
     if not rel.is_zero:
         return out(
             "none",
