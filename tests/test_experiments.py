@@ -82,7 +82,7 @@ def test_unknown_experiment_is_bad_input() -> None:
 
 def test_degree_witness_numbers_are_the_theorem() -> None:
     """The table of the degree experiment reproduces (2 − 2^k)Ax: re-derive one row."""
-    r = experiments.degree_scaling_witness(np.random.default_rng(3))
+    r = experiments.scaling.degree_scaling_witness(np.random.default_rng(3))
     for row in r.table:
         assert row["k"] == 2.0
         assert row["discrepancy to (2 − 2^k)Ax"] < 1e-9 * row["‖f(2x) − 2^k f(x)‖"]  # type: ignore[operator]

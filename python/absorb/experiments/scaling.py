@@ -1,134 +1,33 @@
-"""Cross-validation experiments: every theorem of the manifest, tested on seeded random instances.
-
-Each experiment takes a :class:`numpy.random.Generator` and returns an :class:`ExperimentResult`:
-whether the numbers agree with what the theory predicts, an evidence table (a list of row dicts),
-optionally the data of a figure, and whether the experiment is a *control* (a hypothesis is
-dropped and the conclusion is shown to fail or the argument to break) or an exploration of an
-*open* question (no theorem is claimed; ``agrees`` then says whether the numbers behave as the
-report's text describes).
-
-Sizes are small on purpose: the whole registry runs in well under a minute on two cores, so the
-report (:mod:`absorb.report`) stays a few-minutes command.
-"""
+"""Experiments of the scaling arguments: reduction, degree, linearization and depth."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from fractions import Fraction
-from types import MappingProxyType
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import NDArray
 
 from absorb import certificates, theory
-from absorb.activations import CATALOG, get_activation
+from absorb.activations import get_activation
 from absorb.blocks import Block, random_block, stack_forward
 from absorb.errors import AbsorbError
-
-Array = NDArray[np.float64]
-
-#: Thresholds of "agrees": a construction or identity holds when its relative error is below
-#: EXACT_TOL (float64 round-off on O(1) weights is ~1e-15; 1e-9 leaves room for conditioning),
-#: and a quantity counts as "bounded away from zero" above AWAY_TOL.
-EXACT_TOL = 1e-9
-AWAY_TOL = 1e-3
-#: The t sequence of the linearization and depth limits (t → 0⁺).
-TS: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
-#: Budget of the numerical fits (kept small: the report must run in minutes).
-FIT_RESTARTS, FIT_STEPS, FIT_SAMPLES = 2, 300, 256
-FIT_SCALES: tuple[float, ...] = (0.01, 1.0, 100.0)
-
-
-@dataclass(frozen=True)
-class ExperimentResult:
-    """Outcome of one experiment.
-
-    ``figure``, when present, is ``{"title", "xlabel", "ylabel", "xscale", "yscale",
-    "series": [{"label", "x", "y"}]}`` with plain lists, plotted by the report.
-    """
-
-    name: str
-    theorem_id: str
-    description: str
-    agrees: bool
-    table: list[dict[str, object]]
-    figure: dict[str, object] | None = None
-    control: bool = False
-    open: bool = False
-    summary: str = field(default="")
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "theorem": self.theorem_id,
-            "description": self.description,
-            "summary": self.summary,
-            "agrees": self.agrees,
-            "control": self.control,
-            "open": self.open,
-            "table": self.table,
-            "figure": self.figure,
-        }
-
-
-Experiment = Callable[[np.random.Generator], ExperimentResult]
-
-
-# --------------------------------------------------------------------------------------------
-# helpers
-
-
-def _num(value: object) -> float:
-    """A table cell as a float (cells hold plain numbers)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected a number, got {value!r}")
-    return float(value)
-
-
-def _rel(a: Array, b: Array) -> float:
-    """max |a − b| / max(|b|, tiny): relative sup-norm error of a against b."""
-    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-300))
-
-
-def _points(rng: np.random.Generator, d: int, m: int = 64) -> Array:
-    """m Gaussian inputs at each of the scales 1e-2, 1, 1e2 (the scales the arguments use)."""
-    return np.concatenate([s * rng.standard_normal((m, d)) for s in (1e-2, 1.0, 1e2)])
-
-
-def _planted(name: str, d: int, n: int, rng: np.random.Generator, *, biases: bool = False,
-             skip: Array | None = None) -> Block:
-    """A random block with W_down[:,S] W_up[S,:] = −A for S = {0..d−1}.
-
-    W_up[S] is a random (well-conditioned) d×d matrix B and W_down[:,S] = −A B⁻¹; the other
-    units stay random, so S is planted in otherwise generic weights.
-    """
-    base = random_block(get_activation(name), d, n, rng, biases=biases, skip=skip)
-    A = base.skip_matrix()
-    B = np.eye(d) + 0.3 * rng.standard_normal((d, d))
-    W_up, W_down = base.W_up.copy(), base.W_down.copy()
-    W_up[:d] = B
-    W_down[:, :d] = -A @ np.linalg.inv(B)
-    return Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down, skip)
-
-
-def _residual_free(name: str, d: int, n: int, rng: np.random.Generator) -> Block:
-    b = random_block(get_activation(name), d, n, rng)
-    return Block(b.activation, b.W_up, b.W_down, b.W_gate, residual=False)
-
-
-def _invertible(d: int, rng: np.random.Generator) -> Array:
-    """I + a small Gaussian perturbation: invertible and well-conditioned with high probability."""
-    A: Array = np.eye(d) + 0.4 * rng.standard_normal((d, d)) / np.sqrt(d)
-    return A
-
-
-def _series(label: str, x: Sequence[object] | Array, y: Sequence[object] | Array
-            ) -> dict[str, object]:
-    return {"label": label, "x": np.asarray(x, dtype=np.float64).tolist(),
-            "y": np.asarray(y, dtype=np.float64).tolist()}
-
+from absorb.experiments.base import (
+    AWAY_TOL,
+    EXACT_TOL,
+    FIT_RESTARTS,
+    FIT_SAMPLES,
+    FIT_SCALES,
+    FIT_STEPS,
+    TS,
+    Array,
+    ExperimentResult,
+    _invertible,
+    _num,
+    _planted,
+    _points,
+    _rel,
+    _residual_free,
+    _series,
+)
 
 # --------------------------------------------------------------------------------------------
 # reduction
@@ -484,270 +383,15 @@ def depth_open_relu_gelu(rng: np.random.Generator) -> ExperimentResult:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# odd part
-
-
-def odd_part_catalog(rng: np.random.Generator) -> ExperimentResult:
-    """max_z |σ(z) − σ(−z) − z| on a grid in [−20, 20] (plus random points) for the catalog.
-
-    The ungated entries and the gates of the gated ones; the flag ``odd_part_linear`` of the
-    catalog must agree with the numbers (tanh, ReLU², sigmoid and the identity are controls).
-    """
-    z = np.concatenate([np.linspace(-20, 20, 4001), 20 * rng.standard_normal(256)])
-    rows: list[dict[str, object]] = []
-    series: list[dict[str, object]] = []
-    zz = np.linspace(-4, 4, 161)
-    for act in CATALOG.values():
-        if act.gated:
-            continue
-        err = float(np.max(np.abs(act(z) - act(-z) - z)))
-        rows.append({"activation": act.name, "catalog: odd-part-linear": act.odd_part_linear,
-                     "max |σ(z) − σ(−z) − z|": err,
-                     "agree": (err < EXACT_TOL) == act.odd_part_linear})
-        series.append(_series(act.name, zz, act(zz) - act(-zz) - zz))
-    figure: dict[str, object] = {
-              "title": "σ(z) − σ(−z) − z (zero for odd-part-linear σ)", "xlabel": "z",
-              "ylabel": "σ(z) − σ(−z) − z", "xscale": "linear", "yscale": "linear",
-              "series": series}
-    return ExperimentResult(
-        "odd_part_catalog", "odd_part",
-        "Odd part of every ungated catalog activation: z/2 exactly for ReLU, GELU, GELU-tanh, "
-        "SiLU; not for tanh, ReLU², sigmoid (controls).",
-        all(bool(r["agree"]) for r in rows), rows, figure,
-        summary=f"{sum(bool(r['agree']) for r in rows)}/{len(rows)} activations match the catalog",
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# index sets
-
-
-def index_set_construction(rng: np.random.Generator) -> ExperimentResult:
-    """Planted S: the search finds an index set and the sign-flip block equals f to ~1e-12.
-
-    ReLU, GELU, GELU-tanh, SiLU; without and with biases; identity and a random invertible A.
-    """
-    d, n = 3, 7
-    rows: list[dict[str, object]] = []
-    for name in ("relu", "gelu", "gelu_tanh", "silu"):
-        for biases, general in ((False, False), (True, False), (False, True)):
-            skip = _invertible(d, rng) if general else None
-            f = _planted(name, d, n, rng, biases=biases, skip=skip)
-            search = certificates.find_index_set(f.W_up, f.W_down, f.A_skip)
-            err = float("nan")
-            if search.S is not None:
-                h = theory.absorbing_block(f, search.S)
-                X = _points(rng, d)
-                err = _rel(h(X), f(X))
-            rows.append({"activation": name, "biases": biases, "skip": "A" if general else "I",
-                         "search": search.status, "S": list(search.S or ()),
-                         "max |h − f| / max |f|": err})
-    agrees = all(r["search"] == "found" and _num(r["max |h − f| / max |f|"]) < EXACT_TOL
-                 for r in rows)
-    return ExperimentResult(
-        "index_set_construction", "index_set_sufficient",
-        "Planted index sets: found by the exact search; the sign-flip residual-free block "
-        "reproduces the skip block to round-off.", agrees, rows,
-        summary="construction error at round-off level for every planted instance",
-    )
-
-
-def index_set_control_width(rng: np.random.Generator) -> ExperimentResult:
-    """Control (width): with n + 2d units every odd-part-linear skip block is absorbed.
-
-    x = σ(x) − σ(−x), so V_up = [W_up; I; −I], V_down = [W_down, I, −I] gives a residual-free
-    block of width n + 2d equal to f, even for generic weights with r² > 0 (no index set at
-    width n): the same-width hypothesis is essential.
-    """
-    d, n = 3, 6
-    rows: list[dict[str, object]] = []
-    for name in ("relu", "gelu", "silu"):
-        f = random_block(get_activation(name), d, n, rng)
-        rel = certificates.relaxation(f.W_up, f.W_down)
-        eye = np.eye(d)
-        h = Block(f.activation, np.vstack([f.W_up, eye, -eye]),
-                  np.hstack([f.W_down, eye, -eye]), residual=False)
-        X = _points(rng, d)
-        rows.append({"activation": name, "r² at width n": rel.residual, "width of h": n + 2 * d,
-                     "max |h − f| / max |f|": _rel(h(X), f(X))})
-    agrees = all(_num(r["r² at width n"]) > AWAY_TOL
-                 and _num(r["max |h − f| / max |f|"]) < EXACT_TOL for r in rows)
-    return ExperimentResult(
-        "index_set_control_width", "index_set_sufficient",
-        "Control (width n + 2d): no index set at width n, yet an explicit wider residual-free "
-        "block equals the skip block.", agrees, rows, control=True,
-        summary="wider blocks absorb generic skips exactly",
-    )
-
-
-def index_set_necessary_search(rng: np.random.Generator) -> ExperimentResult:
-    """Numerical evidence for the 'only if' half (not formalized): on generic ReLU/GELU weights
-    (no index set) the best same-width residual-free fit stays away from 0, while on a planted
-    instance the sign-flip construction is exact."""
-    from absorb.search import fit_residual_free
-
-    d, n = 2, 3
-    rows: list[dict[str, object]] = []
-    for name in ("relu", "gelu"):
-        for planted in (False, True):
-            f = (_planted(name, d, n, rng) if planted
-                 else random_block(get_activation(name), d, n, rng))
-            search = certificates.find_index_set(f.W_up, f.W_down)
-            row: dict[str, object] = {"activation": name, "planted S": planted,
-                                      "index set": search.status,
-                                      "r²": search.relaxation.residual}
-            if search.S is not None:
-                h = theory.absorbing_block(f, search.S)
-                X = _points(rng, d)
-                row["construction rel. error"] = _rel(h(X), f(X))
-            else:
-                res = fit_residual_free(f, scales=FIT_SCALES, rng=rng, restarts=FIT_RESTARTS,
-                                        steps=FIT_STEPS, samples=FIT_SAMPLES)
-                row["best fit rel. error (max over scales)"] = max(res.relative_error.values())
-            rows.append(row)
-    agrees = all(
-        (r["index set"] == "found") == bool(r["planted S"])
-        and (_num(r["construction rel. error"]) < EXACT_TOL
-             if r["planted S"]
-             else _num(r["best fit rel. error (max over scales)"]) > AWAY_TOL)
-        for r in rows
-    )
-    return ExperimentResult(
-        "index_set_necessary_search", "index_set_necessary",
-        "Search evidence (no formal proof): generic weights have no index set and no good "
-        "same-width fit; planted index sets give exact residual-free blocks.", agrees, rows,
-        summary="no index set ⇒ fit error bounded away from 0 (evidence only)",
-    )
-
-
-def generic_random_draws(rng: np.random.Generator) -> ExperimentResult:
-    """Fraction of Gaussian weight draws with an index set: 0 (a null set is never hit)."""
-    rows: list[dict[str, object]] = []
-    draws = 100
-    for d, n in ((2, 4), (2, 6), (3, 6)):
-        found = 0
-        r2 = []
-        for _ in range(draws):
-            W_up = rng.standard_normal((n, d))
-            W_down = rng.standard_normal((d, n))
-            res = certificates.find_index_set(W_up, W_down)
-            found += res.status == "found"
-            r2.append(res.relaxation.residual)
-        rows.append({"weights": "Gaussian", "d": d, "n": n, "draws": draws,
-                     "fraction with index set": found / draws, "min r²": float(np.min(r2))})
-    agrees = all(r["fraction with index set"] == 0.0 for r in rows)
-    return ExperimentResult(
-        "generic_random_draws", "generic_measure_zero",
-        "Weights drawn from a density: no draw admits an index set.", agrees, rows,
-        summary="fraction 0 for every size",
-    )
-
-
-def generic_control_discrete(rng: np.random.Generator) -> ExperimentResult:
-    """Control (no density): weights uniform on {−1, 0, 1} hit the null set with positive
-    probability, so the density hypothesis of Corollary 11 matters.  Decided exactly (ℚ)."""
-    d, n, draws = 2, 4, 100
-    found = 0
-    for _ in range(draws):
-        W_up = np.vectorize(Fraction, otypes=[object])(rng.integers(-1, 2, size=(n, d)))
-        W_down = np.vectorize(Fraction, otypes=[object])(rng.integers(-1, 2, size=(d, n)))
-        found += certificates.find_index_set(W_up, W_down).status == "found"
-    rows: list[dict[str, object]] = [{"weights": "uniform on {−1, 0, 1}", "d": d, "n": n,
-                                      "draws": draws, "fraction with index set": found / draws}]
-    return ExperimentResult(
-        "generic_control_discrete", "generic_measure_zero",
-        "Control (no density): discrete weights admit index sets with positive frequency.",
-        found > 0, rows, control=True, summary=f"{found}/{draws} discrete draws absorbable",
-    )
-
-
-def relaxation_generic_vs_planted(rng: np.random.Generator) -> ExperimentResult:
-    """r² > 0 on generic weights, r² = 0 on planted ones (float and exact), and r² equal to an
-    independent least-squares minimization of ‖W_down diag(s) W_up + A‖_F² over s ∈ ℝⁿ."""
-    rows: list[dict[str, object]] = []
-    # n < d² so that the d² equations are overdetermined and generic r² > 0.
-    for d, n in ((2, 3), (3, 8), (4, 12)):
-        for planted in (False, True):
-            f = _planted("relu", d, n, rng) if planted else random_block(
-                get_activation("relu"), d, n, rng)
-            rel = certificates.relaxation(f.W_up, f.W_down)
-            # Σ_i s_i vec(a_i b_iᵀ) = −vec(I): the d²×n design matrix, solved independently.
-            design = np.einsum("ai,ib->abi", f.W_down, f.W_up).reshape(d * d, n)
-            s, *_ = np.linalg.lstsq(design, -np.eye(d).ravel(), rcond=None)
-            direct = float(np.sum((design @ s + np.eye(d).ravel()) ** 2))
-            rows.append({"d": d, "n": n, "planted S": planted, "r²": rel.residual,
-                         "r² (direct lstsq)": direct, "counts as zero": rel.is_zero})
-    exact = _planted("relu", 2, 4, rng)
-    to_q = np.vectorize(lambda v: Fraction(v).limit_denominator(1 << 20), otypes=[object])
-    B = to_q(exact.W_up[:2])
-    W_up_q = to_q(exact.W_up)
-    W_down_q = to_q(exact.W_down)
-    inv = _exact_inverse_2x2(B)
-    W_down_q[:, :2] = -inv
-    rel_q = certificates.relaxation(W_up_q, W_down_q)
-    rows.append({"d": 2, "n": 4, "planted S": True, "r²": float(rel_q.residual),
-                 "r² (direct lstsq)": float("nan"), "counts as zero": rel_q.is_zero,
-                 "exact r²": str(rel_q.residual_exact)})
-    agrees = all(
-        bool(r["counts as zero"]) == bool(r["planted S"])
-        and (r["r² (direct lstsq)"] != r["r² (direct lstsq)"]  # nan: the exact row
-             or abs(_num(r["r²"]) - _num(r["r² (direct lstsq)"])) < 1e-8)
-        for r in rows
-    ) and rel_q.residual_exact == 0
-    return ExperimentResult(
-        "relaxation_generic_vs_planted", "relaxation_certificate",
-        "Relaxation residual r² = d − cᵀG⁺c: positive on generic weights, zero on planted "
-        "ones (exactly 0 in rational arithmetic), equal to a direct least-squares solve.",
-        agrees, rows, summary="r² > 0 generic, r² = 0 planted, matches direct lstsq",
-    )
-
-
-def _exact_inverse_2x2(B: Any) -> Any:
-    """Inverse of a 2×2 matrix of Fractions (Cramer's rule), as an object array."""
-    a, b, c, e = B[0, 0], B[0, 1], B[1, 0], B[1, 1]
-    det = a * e - b * c
-    return np.array([[e / det, -b / det], [-c / det, a / det]], dtype=object)
-
-
-# --------------------------------------------------------------------------------------------
-# registry
-
-EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType({
-    fn.__name__: fn
-    for fn in (
-        reduction_decisions_agree,
-        degree_scaling_witness,
-        degree_best_fit,
-        degree_control_identity,
-        degree_control_biases,
-        linearization_gap,
-        linearization_control_glu,
-        depth_stack_limits,
-        depth_gated_stack_limits,
-        depth_open_relu_gelu,
-        odd_part_catalog,
-        index_set_construction,
-        index_set_control_width,
-        index_set_necessary_search,
-        generic_random_draws,
-        generic_control_discrete,
-        relaxation_generic_vs_planted,
-    )
-})
-
-
-def run_experiment(name: str, seed: int = 0) -> ExperimentResult:
-    """Run one registered experiment with its own generator, seeded from ``seed`` and the
-    experiment's name (so adding or reordering experiments leaves the others unchanged)."""
-    try:
-        fn = EXPERIMENTS[name]
-    except KeyError:
-        raise AbsorbError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}") from None
-    return fn(experiment_rng(name, seed))
-
-
-def experiment_rng(name: str, seed: int) -> np.random.Generator:
-    """The generator of experiment ``name`` under ``seed``: independent streams per name."""
-    key = [int(b) for b in name.encode("utf-8")]
-    return np.random.default_rng(np.random.SeedSequence([seed, *key]))
+EXPERIMENTS_SCALING = (
+    reduction_decisions_agree,
+    degree_scaling_witness,
+    degree_best_fit,
+    degree_control_identity,
+    degree_control_biases,
+    linearization_gap,
+    linearization_control_glu,
+    depth_stack_limits,
+    depth_gated_stack_limits,
+    depth_open_relu_gelu,
+)

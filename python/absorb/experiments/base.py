@@ -1,0 +1,115 @@
+"""The common ground of the experiments: the result type, thresholds and instance builders."""
+
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from absorb.activations import get_activation
+from absorb.blocks import Block, random_block
+
+Array = NDArray[np.float64]
+
+#: Thresholds of "agrees": a construction or identity holds when its relative error is below
+#: EXACT_TOL (float64 round-off on O(1) weights is ~1e-15; 1e-9 leaves room for conditioning),
+#: and a quantity counts as "bounded away from zero" above AWAY_TOL.
+EXACT_TOL = 1e-9
+AWAY_TOL = 1e-3
+#: The t sequence of the linearization and depth limits (t → 0⁺).
+TS: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
+#: Budget of the numerical fits (kept small: the report must run in minutes).
+FIT_RESTARTS, FIT_STEPS, FIT_SAMPLES = 2, 300, 256
+FIT_SCALES: tuple[float, ...] = (0.01, 1.0, 100.0)
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """Outcome of one experiment.
+
+    ``figure``, when present, is ``{"title", "xlabel", "ylabel", "xscale", "yscale",
+    "series": [{"label", "x", "y"}]}`` with plain lists, plotted by the report.
+    """
+
+    name: str
+    theorem_id: str
+    description: str
+    agrees: bool
+    table: list[dict[str, object]]
+    figure: dict[str, object] | None = None
+    control: bool = False
+    open: bool = False
+    summary: str = field(default="")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "theorem": self.theorem_id,
+            "description": self.description,
+            "summary": self.summary,
+            "agrees": self.agrees,
+            "control": self.control,
+            "open": self.open,
+            "table": self.table,
+            "figure": self.figure,
+        }
+
+
+Experiment = Callable[[np.random.Generator], ExperimentResult]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _num(value: object) -> float:
+    """A table cell as a float (cells hold plain numbers)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _rel(a: Array, b: Array) -> float:
+    """max |a − b| / max(|b|, tiny): relative sup-norm error of a against b."""
+    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-300))
+
+
+def _points(rng: np.random.Generator, d: int, m: int = 64) -> Array:
+    """m Gaussian inputs at each of the scales 1e-2, 1, 1e2 (the scales the arguments use)."""
+    return np.concatenate([s * rng.standard_normal((m, d)) for s in (1e-2, 1.0, 1e2)])
+
+
+def _planted(name: str, d: int, n: int, rng: np.random.Generator, *, biases: bool = False,
+             skip: Array | None = None) -> Block:
+    """A random block with W_down[:,S] W_up[S,:] = −A for S = {0..d−1}.
+
+    W_up[S] is a random (well-conditioned) d×d matrix B and W_down[:,S] = −A B⁻¹; the other
+    units stay random, so S is planted in otherwise generic weights.
+    """
+    base = random_block(get_activation(name), d, n, rng, biases=biases, skip=skip)
+    A = base.skip_matrix()
+    B = np.eye(d) + 0.3 * rng.standard_normal((d, d))
+    W_up, W_down = base.W_up.copy(), base.W_down.copy()
+    W_up[:d] = B
+    W_down[:, :d] = -A @ np.linalg.inv(B)
+    return Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down, skip)
+
+
+def _residual_free(name: str, d: int, n: int, rng: np.random.Generator) -> Block:
+    b = random_block(get_activation(name), d, n, rng)
+    return Block(b.activation, b.W_up, b.W_down, b.W_gate, residual=False)
+
+
+def _invertible(d: int, rng: np.random.Generator) -> Array:
+    """I + a small Gaussian perturbation: invertible and well-conditioned with high probability."""
+    A: Array = np.eye(d) + 0.4 * rng.standard_normal((d, d)) / np.sqrt(d)
+    return A
+
+
+def _series(label: str, x: Sequence[object] | Array, y: Sequence[object] | Array
+            ) -> dict[str, object]:
+    return {"label": label, "x": np.asarray(x, dtype=np.float64).tolist(),
+            "y": np.asarray(y, dtype=np.float64).tolist()}
