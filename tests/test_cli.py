@@ -158,7 +158,11 @@ def test_audit_exits_4_on_findings(cli: Cli, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(find_lake() is not None, reason="a Lean toolchain is installed here")
 def test_verify_without_lake_exits_3(cli: Cli) -> None:
-    _one_line_error(cli("verify", "--root", str(REPO), "--json"), code=3)
+    res = cli("verify", "--root", str(REPO), "--json")
+    assert res.code == 3 and res.err.startswith("error: ") and len(res.err.splitlines()) == 1
+    obj = res.json()  # still one JSON object on stdout, for scripts
+    assert obj["ok"] is False and "lake" in str(obj["error"])
+    _one_line_error(cli("verify", "--root", str(REPO)), code=3)
 
 
 def test_search_json(cli: Cli) -> None:

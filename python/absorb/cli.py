@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,10 +23,16 @@ import numpy as np
 
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
-from absorb.errors import AbsorbError, ToolMissing
-
-# `audit`/`verify` ran to completion but the Lean library is not in order.
-EXIT_FINDINGS = 4
+from absorb.budget import Cost, require, search_cost
+from absorb.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_TOOL_MISSING,
+    AbsorbError,
+    ToolMissing,
+)
 
 # Random blocks above this many weights (d·n) are refused: beyond it `check` stops being quick.
 MAX_RANDOM_WEIGHTS = 1 << 26
@@ -35,6 +43,61 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise AbsorbError(message)
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default, except where there is none to show (flags,
+    options whose absence the help text itself explains)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.required or any(action.default is v for v in (None, False,
+                                                                 argparse.SUPPRESS)):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def version() -> str:
+    """The installed distribution's version (package metadata), else the source tree's."""
+    try:
+        return metadata.version("absorb")
+    except metadata.PackageNotFoundError:
+        from absorb import __version__
+
+        return __version__
+
+
+def seed_type(text: str) -> int:
+    """An argparse type for ``--seed``: what ``numpy.random.default_rng`` accepts as an integer
+    seed, i.e. a non-negative integer of any size, written in decimal."""
+    digits = text.strip().replace("_", "")
+    if not digits.isdecimal() or not digits.isascii():
+        raise argparse.ArgumentTypeError(
+            f"must be a non-negative integer (what numpy.random.default_rng accepts), "
+            f"got {text!r}")
+    try:
+        return int(digits)
+    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+        raise argparse.ArgumentTypeError(f"too many digits ({len(digits)})") from None
+
+
+def _integer(text: str) -> int:
+    """A whole number, also in float notation (``1e8``), as shells and users write sizes."""
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)  # ValueError propagates: not a number at all
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError(text) from None
+        return int(value)
+
+
+def layer_pattern(text: str) -> str:
+    """An argparse type for a checkpoint key pattern: must hold ``{i}`` (the layer index)."""
+    if text.count("{i}") != 1:
+        raise argparse.ArgumentTypeError(
+            f"pattern {text!r} must contain {{i}} exactly once, where the layer index goes "
+            "(e.g. 'model.layers.{i}.mlp.up_proj.weight')")
+    return text
 
 
 def plain(obj: Any) -> Any:
@@ -79,7 +142,7 @@ def _root(arg: str | None) -> Path:
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         try:
-            value = kind(text)
+            value = _integer(text) if kind is int else kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"invalid value {text!r}") from None
         if not value > 0 or (isinstance(value, float) and not math.isfinite(value)):
@@ -102,6 +165,9 @@ def _block(args: argparse.Namespace) -> Block:
         raise AbsorbError("give --weights FILE, or both --d and --n")
     if args.d * args.n > MAX_RANDOM_WEIGHTS:
         raise AbsorbError(f"d*n = {args.d * args.n} exceeds the limit {MAX_RANDOM_WEIGHTS}")
+    # Three weight matrices of d·n floats (up, down, gate) and the d×d skip.
+    require(Cost(8.0 * (3 * args.d * args.n + args.d**2), 0.0),
+            f"a random block with d={args.d}, n={args.n}")
     return random_block(act, args.d, args.n, np.random.default_rng(args.seed),
                         biases=args.biases)
 
@@ -176,6 +242,10 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
     block = _block(args)
     width = max(1, round(args.width_factor * block.n))
+    require(search_cost(block.d, block.n, width, samples=args.samples, steps=args.steps,
+                        restarts=args.restarts),
+            f"a search of width {width} with {args.samples} samples, {args.restarts} restarts "
+            f"x {args.steps} steps")
     res = fit_residual_free(block, width=width, restarts=args.restarts, steps=args.steps,
                             samples=args.samples, rng=np.random.default_rng(args.seed),
                             progress=True).to_json()
@@ -239,15 +309,20 @@ def _block_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--d", type=_positive(int), help="model dimension (random weights)")
     p.add_argument("--n", type=_positive(int), help="hidden width (random weights)")
     p.add_argument("--biases", action="store_true", help="random weights with biases")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_type, default=0,
+                   help="random seed, a non-negative integer (same seed, same output)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="absorb", description="Can an MLP absorb its own skip connection?")
+    parser = _Parser(prog="absorb", description="Can an MLP absorb its own skip connection?",
+                     formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"absorb {version()}",
+                        help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, run: Callable[..., Any], helptext: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=helptext, description=helptext)
+        p = sub.add_parser(name, help=helptext, description=helptext,
+                           formatter_class=_HelpFormatter)
         p.add_argument("--json", action="store_true", help="one JSON object on stdout")
         p.set_defaults(run=run)
         return p
@@ -261,48 +336,74 @@ def build_parser() -> argparse.ArgumentParser:
     _block_args(p)
     p.add_argument("--width-factor", type=_positive(float), default=1.0,
                    help="width of the fitted blocks, as a multiple of n")
-    p.add_argument("--restarts", type=_positive(int), default=4)
-    p.add_argument("--steps", type=_positive(int), default=1500)
-    p.add_argument("--samples", type=_positive(int), default=2048)
+    p.add_argument("--restarts", type=_positive(int), default=4,
+                   help="independent random initialisations; the best one is reported")
+    p.add_argument("--steps", type=_positive(int), default=1500,
+                   help="optimisation steps per restart")
+    p.add_argument("--samples", type=_positive(int), default=2048,
+                   help="training inputs per input scale (as many again are held out)")
     p = command("inspect", cmd_inspect, "check every MLP block of a safetensors checkpoint")
     p.add_argument("checkpoint")
-    p.add_argument("--up", required=True, help="up-projection key pattern, {i} = layer")
-    p.add_argument("--down", required=True, help="down-projection key pattern")
-    p.add_argument("--gate", help="gate key pattern (gated activations)")
+    p.add_argument("--up", required=True, type=layer_pattern,
+                   help="up-projection key pattern, {i} = layer")
+    p.add_argument("--down", required=True, type=layer_pattern,
+                   help="down-projection key pattern, {i} = layer")
+    p.add_argument("--gate", type=layer_pattern,
+                   help="gate key pattern, {i} = layer (gated activations)")
     p.add_argument("--activation", required=True)
     p.add_argument("--search", action="store_true",
                    help="also run the numerical search on undetermined layers (slow)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_type, default=0,
+                   help="random seed, a non-negative integer (same seed, same output)")
     p = command("audit", cmd_audit, "static audit of the Lean library (no toolchain needed)")
     p.add_argument("--root", help="repository root (default: found from the CWD)")
     p = command("verify", cmd_verify, "build the Lean library and audit its axioms (needs lake)")
     p.add_argument("--root", help="repository root (default: found from the CWD)")
-    p.add_argument("--timeout", type=_positive(float), default=3600.0)
+    p.add_argument("--timeout", type=_positive(float), default=3600.0,
+                   help="seconds allowed for each toolchain command")
     p = command("report", cmd_report, "write the cross-validation report")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True,
+                   help="output directory (a previous report there is replaced file by file)")
+    p.add_argument("--seed", type=seed_type, default=0,
+                   help="random seed, a non-negative integer (same seed, same output)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (see the module docstring)."""
+    wants_json = False
     try:
         args = build_parser().parse_args(argv)
+        wants_json = bool(args.json)
         result, lines = args.run(args)
         text = json.dumps(plain(result), allow_nan=False) if args.json else "\n".join(lines)
         sys.stdout.write(text + "\n")
         return EXIT_FINDINGS if args.command in {"audit", "verify"} and not result["ok"] else 0
-    except SystemExit as exc:  # --help
+    except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
     except AbsorbError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except ToolMissing as exc:
+        # A missing tool is still an answer a script must be able to parse under --json.
+        if wants_json:
+            sys.stdout.write(json.dumps({"ok": False, "error": str(exc),
+                                         "exit_code": EXIT_TOOL_MISSING}) + "\n")
         print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return EXIT_TOOL_MISSING
+    except KeyboardInterrupt:
+        # Every writer replaces its target atomically, so nothing half-written is left behind;
+        # a second Ctrl-C while the message is printed must not bring the traceback back.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print(("\n" if sys.stderr.isatty() else "") + "interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except MemoryError as exc:
+        detail = f" ({exc})" if str(exc) else ""
+        print(f"error: out of memory{detail}; try smaller sizes", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as exc:
         print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

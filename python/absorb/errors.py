@@ -1,4 +1,16 @@
-"""The two kinds of expected failure, each with its exit code in the command line."""
+"""The kinds of expected failure and the exit code each has in the command line.
+
+0 the command did its job (whatever the verdict), 1 internal error, 2 bad input (including
+a job refused up front for the memory or time it would need, and running out of memory),
+3 a needed external tool is missing, 4 ``audit``/``verify`` ran and found a problem, 130
+interrupted by Ctrl-C (128 + SIGINT, the shell convention).
+"""
+
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+EXIT_TOOL_MISSING = 3
+EXIT_FINDINGS = 4
+EXIT_INTERRUPTED = 130
 
 
 class AbsorbError(Exception):
