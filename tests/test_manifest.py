@@ -4,12 +4,14 @@ on the Python side that spells a Lean declaration name."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from absorb import manifest
+from absorb import experiments, manifest
 from absorb.errors import AbsorbError
 from absorb.experiments import EXPERIMENTS
 
@@ -61,14 +63,25 @@ def test_every_theorem_has_lean_or_a_note_and_an_experiment() -> None:
 
 
 def test_experiments_are_registered_both_ways() -> None:
-    manifest.check_experiments()
+    experiments.check_registry()
     for thm in manifest.THEOREMS:
         for name in thm.experiments:
             assert name in EXPERIMENTS
     with pytest.raises(AbsorbError, match="not registered"):
-        manifest.check_experiments(set(EXPERIMENTS) - {"odd_part_catalog"})
+        experiments.check_registry(set(EXPERIMENTS) - {"odd_part_catalog"})
     with pytest.raises(AbsorbError, match="unused"):
-        manifest.check_experiments({*EXPERIMENTS, "stray"})
+        experiments.check_registry({*EXPERIMENTS, "stray"})
+
+
+def test_manifest_imports_nothing_of_the_experiments() -> None:
+    """No import cycle: loading the manifest (and the theory that reads it) leaves the
+    experiments unloaded; the registry checks itself against the manifest, not vice versa."""
+    code = ("import sys, absorb.manifest, absorb.theory; "
+            "print(any(m.startswith('absorb.experiments') or m.startswith('absorb.report') "
+            "for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
 
 
 def test_get_theorem() -> None:

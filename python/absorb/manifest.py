@@ -4,15 +4,14 @@ The manifest is the single place on the Python side where Lean declaration names
 the CLI, the Lean bridge (:mod:`absorb.lean`), the experiments and the report all read them from
 :data:`THEOREMS`.  Loading validates the file: unique IDs, exactly the IDs of DESIGN.md, every
 theorem with a Lean declaration or a ``lean_note`` saying why it has none, and at least one
-experiment.  :func:`check_experiments` additionally checks every experiment name against the
-registry :data:`absorb.experiments.EXPERIMENTS` (imported lazily: the experiments depend on
-modules that themselves read the manifest).
+experiment.  The manifest imports nothing of the experiments: the registry
+(:func:`absorb.experiments.check_registry`) checks itself against the manifest.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
@@ -163,20 +162,3 @@ def lean_declarations() -> tuple[str, ...]:
     """Every Lean declaration the manifest names, in manifest order."""
     return tuple(name for thm in THEOREMS for name in thm.lean)
 
-
-def check_experiments(registered: Collection[str] | None = None) -> None:
-    """Check that every experiment the manifest names is registered, and vice versa.
-
-    ``registered`` defaults to the keys of :data:`absorb.experiments.EXPERIMENTS`.
-    """
-    if registered is None:
-        from absorb.experiments import EXPERIMENTS
-
-        registered = EXPERIMENTS.keys()
-    named = {name for thm in THEOREMS for name in thm.experiments}
-    unknown = sorted(named - set(registered))
-    unused = sorted(set(registered) - named)
-    if unknown or unused:
-        raise AbsorbError(
-            f"manifest experiments not registered: {unknown}; registered but unused: {unused}"
-        )

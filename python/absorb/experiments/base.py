@@ -26,12 +26,22 @@ FIT_RESTARTS, FIT_STEPS, FIT_SAMPLES = 2, 300, 256
 FIT_SCALES: tuple[float, ...] = (0.01, 1.0, 100.0)
 
 
+#: The four evidence states of an experiment (``ExperimentResult.status``).
+STATUSES: tuple[str, ...] = ("agrees", "disagrees", "open", "error")
+
+
 @dataclass(frozen=True)
 class ExperimentResult:
     """Outcome of one experiment.
 
     ``figure``, when present, is ``{"title", "xlabel", "ylabel", "xscale", "yscale",
-    "series": [{"label", "x", "y"}]}`` with plain lists, plotted by the report.
+    "series": [{"label", "x", "y"}], "caption"}`` with plain lists, plotted by the report;
+    ``caption`` (optional but expected) tells a reader what to look for.
+
+    ``error`` is the one-line cause (``Type: message``) when the experiment raised instead of
+    finishing; ``positive_control`` names the experiment of the same size that the same code
+    gets right, for a *negative* result (nothing absorbable, no index set, the search found
+    nothing): without it a negative result says nothing about the code that produced it.
     """
 
     name: str
@@ -43,6 +53,17 @@ class ExperimentResult:
     control: bool = False
     open: bool = False
     summary: str = field(default="")
+    error: str | None = None
+    positive_control: str | None = None
+
+    @property
+    def status(self) -> str:
+        """``error`` (it raised) before ``open`` (no theorem is claimed) before the verdict."""
+        if self.error is not None:
+            return "error"
+        if self.open:
+            return "open"
+        return "agrees" if self.agrees else "disagrees"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -50,12 +71,22 @@ class ExperimentResult:
             "theorem": self.theorem_id,
             "description": self.description,
             "summary": self.summary,
+            "status": self.status,
             "agrees": self.agrees,
             "control": self.control,
             "open": self.open,
+            "error": self.error,
+            "positive_control": self.positive_control,
             "table": self.table,
             "figure": self.figure,
         }
+
+    @classmethod
+    def crashed(cls, name: str, theorem_id: str, exc: BaseException) -> ExperimentResult:
+        """The result of an experiment that raised: status ``error``, never ``disagrees``."""
+        cause = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        return cls(name, theorem_id, "the experiment raised an exception before it finished",
+                   False, [], summary=f"error: {cause}", error=cause)
 
 
 Experiment = Callable[[np.random.Generator], ExperimentResult]
