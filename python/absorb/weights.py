@@ -16,6 +16,7 @@ import math
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
@@ -86,19 +87,28 @@ def _nested(value: object, key: str, depth: int = 0) -> tuple[tuple[int, ...], l
     return (len(value), *inner), [x for _, flat in parts for x in flat]
 
 
-def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | None]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AbsorbError(f"{path}: not valid JSON ({exc})") from None
+Parsed = dict[str, tuple[tuple[int, ...], list[Scalar]]]
+
+
+def parse_json_block(data: object, where: str) -> Parsed:
+    """Shapes and entries of one block's JSON object (key rules of :func:`_check_keys`)."""
     if not isinstance(data, dict):
-        raise AbsorbError(f"{path}: expected a JSON object with keys {', '.join(KEYS)}")
-    _check_keys(path, data.keys())
-    parsed = {k: _nested(v, k) for k, v in data.items()}
-    entries = [x for _, flat in parsed.values() for x in flat]
-    exact = all(isinstance(x, int) for x in entries) or any(
+        raise AbsorbError(f"{where}: expected a JSON object with keys {', '.join(KEYS)}")
+    _check_keys(where, data.keys())
+    return {k: _nested(v, k) for k, v in data.items()}
+
+
+def json_is_exact(blocks: list[Parsed]) -> bool:
+    """Exact arithmetic when some entry is a string rational, or every entry is an integer."""
+    entries = [x for parsed in blocks for _, flat in parsed.values() for x in flat]
+    return all(isinstance(x, int) for x in entries) or any(
         isinstance(x, Fraction) for x in entries
     )
+
+
+def json_arrays(parsed: Parsed, exact: bool
+                ) -> tuple[dict[str, Array], dict[str, ObjectArray] | None]:
+    """Float arrays, and with ``exact`` the rational originals, of one parsed block."""
     floats: dict[str, Array] = {}
     rationals: dict[str, ObjectArray] = {}
     for k, (shape, flat) in parsed.items():
@@ -111,6 +121,19 @@ def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | N
         except OverflowError:
             raise AbsorbError(f"{k}: an entry is too large for double precision") from None
     return floats, (rationals if exact else None)
+
+
+def read_json_data(path: Path) -> object:
+    """The decoded JSON document of ``path`` (bad UTF-8 or JSON: AbsorbError)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AbsorbError(f"{path}: not valid JSON ({exc})") from None
+
+
+def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | None]:
+    parsed = parse_json_block(read_json_data(path), str(path))
+    return json_arrays(parsed, json_is_exact([parsed]))
 
 
 def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.generic]]]:
@@ -128,10 +151,13 @@ def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.gen
     return headers
 
 
-def _read_npz(path: Path) -> dict[str, Array]:
+def read_npz(path: Path, check_keys: Callable[[Path, object], None] | None = None
+             ) -> dict[str, Array]:
+    """Every array of an ``.npz`` file as float64, after checking keys (``check_keys``, default
+    the single-block rule), dtypes and sizes from the headers; pickles are refused."""
     try:
         headers = _npz_headers(path)
-        _check_keys(path, headers)
+        (check_keys or _check_keys)(path, headers)
         for k, (shape, dtype) in headers.items():
             if dtype.hasobject:
                 raise AbsorbError(f"{path}: {k} is an object array (refused)")
@@ -149,7 +175,7 @@ def _read_npz(path: Path) -> dict[str, Array]:
         raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
 
 
-def _check_keys(path: Path, keys: object) -> None:
+def _check_keys(path: Path | str, keys: object) -> None:
     names = set(keys)  # type: ignore[call-overload]
     unexpected = sorted(names - set(KEYS))
     if unexpected:
@@ -167,26 +193,24 @@ def skip_is_invertible(A: Array, exact: ObjectArray | None = None) -> bool:
     return bool(np.linalg.cond(A) < MAX_CONDITION)
 
 
-def load_block(path: str | Path, activation: Activation) -> Block:
-    """The skip block stored in ``path`` (``.npz`` or ``.json``) with the given activation."""
+def checked_path(path: str | Path) -> tuple[Path, str]:
+    """``path`` and its lower-case suffix, after the format, existence and size rules."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in MAX_FILE_BYTES:
         raise AbsorbError(f"{path}: unknown weights format {suffix or '(none)'!r} "
                           "(use .npz or .json)")
-    if path.is_dir():
-        raise AbsorbError(f"{path}: is a directory, not a file")
-    if not path.exists():
-        raise AbsorbError(f"{path}: no such file")
     if not path.is_file():
-        raise AbsorbError(f"{path}: not a regular file")
+        raise AbsorbError(f"{path}: no such file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES[suffix]:
         raise AbsorbError(f"{path}: {size} bytes, more than the limit {MAX_FILE_BYTES[suffix]}")
-    try:
-        floats, rationals = _read_json(path) if suffix == ".json" else (_read_npz(path), None)
-    except PermissionError:
-        raise AbsorbError(f"{path}: permission denied") from None
+    return path, suffix
+
+
+def block_from_arrays(floats: dict[str, Array], rationals: dict[str, ObjectArray] | None,
+                      activation: Activation) -> Block:
+    """The skip block of one set of arrays: finite entries, shapes (``Block``), invertible A."""
     for k, arr in floats.items():
         if not np.all(np.isfinite(arr)):
             raise AbsorbError(f"{k} contains NaN or Inf")
@@ -204,3 +228,13 @@ def load_block(path: str | Path, activation: Activation) -> Block:
         raise AbsorbError(f"A_skip is singular (exact rank < d, or condition number >= "
                           f"{MAX_CONDITION:.0e})")
     return block
+
+
+def load_block(path: str | Path, activation: Activation) -> Block:
+    """The skip block stored in ``path`` (``.npz`` or ``.json``) with the given activation."""
+    path, suffix = checked_path(path)
+    try:
+        floats, rationals = _read_json(path) if suffix == ".json" else (read_npz(path), None)
+    except PermissionError:
+        raise AbsorbError(f"{path}: permission denied") from None
+    return block_from_arrays(floats, rationals, activation)
