@@ -1,0 +1,72 @@
+"""The Lean bridge: a static audit of the Lean library and its verification through ``lake``.
+
+Entry points, all keyed on the manifest (:mod:`absorb.manifest`):
+
+* :func:`audit` reads the Lean sources with no toolchain (:mod:`absorb.lean.source` blanks
+  comments and strings and resolves declarations): every ``sorry``, ``admit``,
+  ``native_decide`` and ``axiom`` with file and line, modules ``Absorb.lean`` does not import,
+  and per manifest theorem whether its declarations exist.  The ``lean_lib`` targets come
+  from ``lakefile.lean``; a library that is not a default target (the students' exercises)
+  has its findings reported as ``exercises``, which do not fail the audit.
+* :func:`verify` runs ``lake build`` (:mod:`absorb.lean.toolchain`: own process group,
+  timeout, clean kill), parses its diagnostics and ``#print axioms`` output
+  (:mod:`absorb.lean.output`), classifies each theorem, and runs the compiled checker on
+  fixtures and on cases decided in Python (:mod:`absorb.lean.checker`).
+* :func:`verify_dojo` (:mod:`absorb.lean.dojo`, extra ``absorb[dojo]``) traces the
+  repository with LeanDojo and exports each manifest theorem's tactic-by-tactic goal states.
+
+Module dependencies run one way: ``source`` and ``output`` and ``toolchain`` depend on
+nothing here; ``audit`` on ``source``; ``checker`` on ``toolchain``; ``verify`` on
+``output``, ``toolchain`` and ``checker``; ``dojo`` on ``toolchain`` and ``audit``.
+"""
+
+from absorb.lean.audit import audit, lean_sources
+from absorb.lean.checker import checker_agrees, python_checker_cases, run_checker
+from absorb.lean.output import (
+    NATIVE_AXIOMS,
+    STANDARD_AXIOMS,
+    AxiomReport,
+    Diagnostic,
+    axiom_probe,
+    classify_axioms,
+    failed_modules,
+    parse_axioms_output,
+    parse_diagnostics,
+)
+from absorb.lean.source import (
+    Declaration,
+    Finding,
+    ScannedFile,
+    scan_lean,
+    strip_comments_and_strings,
+)
+from absorb.lean.toolchain import INSTALL_HINT, ProcessResult, find_lake, run_process
+from absorb.lean.verify import theorem_statuses, verify
+
+__all__ = [
+    "INSTALL_HINT",
+    "NATIVE_AXIOMS",
+    "STANDARD_AXIOMS",
+    "AxiomReport",
+    "Declaration",
+    "Diagnostic",
+    "Finding",
+    "ProcessResult",
+    "ScannedFile",
+    "audit",
+    "axiom_probe",
+    "checker_agrees",
+    "classify_axioms",
+    "failed_modules",
+    "find_lake",
+    "lean_sources",
+    "parse_axioms_output",
+    "parse_diagnostics",
+    "python_checker_cases",
+    "run_checker",
+    "run_process",
+    "scan_lean",
+    "strip_comments_and_strings",
+    "theorem_statuses",
+    "verify",
+]
