@@ -449,3 +449,96 @@ def test_verify_with_real_toolchain() -> None:
     assert [t["id"] for t in result["theorems"]] == list(THEOREM_IDS)  # type: ignore[union-attr,index]
     if result["build"]["ok"]:  # type: ignore[index]
         assert all(c["agrees"] for c in result["checker"]), result["checker"]  # type: ignore[union-attr,index]
+
+
+# --------------------------------------------------------------------------- library vs exercises
+
+LAKEFILE_WITH_EXERCISES = """import Lake
+open Lake DSL
+
+package absorb
+
+/-- The library. `lean_lib Fake` in a comment is not a library. -/
+@[default_target]
+lean_lib Absorb where
+  roots := #[`Absorb, `AbsorbCheck]
+
+/-- Exercises for students: may contain `sorry`; not a default target. -/
+lean_lib AbsorbExercises where
+
+lean_exe «absorb-check» where
+  root := `AbsorbCheck
+"""
+
+
+def _library_with_exercises(root: Path, exercise: str, library_extra: str = "") -> None:
+    lines = []
+    for name in lean_declarations():
+        ns, short = name.rsplit(".", 1)
+        lines += [f"namespace {ns}", f"theorem {short} : True := trivial", f"end {ns}"]
+    _write_library(root, {"All": library_extra + "\n".join(lines) + "\n"}, ["All"])
+    (root / "lakefile.lean").write_text(LAKEFILE_WITH_EXERCISES, encoding="utf-8")
+    (root / "AbsorbExercises").mkdir()
+    (root / "AbsorbExercises" / "Sheet1.lean").write_text(exercise, encoding="utf-8")
+    (root / "AbsorbExercises.lean").write_text("import AbsorbExercises.Sheet1\n",
+                                               encoding="utf-8")
+
+
+def test_lakefile_libraries_and_default_targets() -> None:
+    libs = lean.parse_lakefile_lean(LAKEFILE_WITH_EXERCISES)
+    assert [(lib.name, lib.roots, lib.default) for lib in libs] == [
+        ("Absorb", ("Absorb", "AbsorbCheck"), True),
+        ("AbsorbExercises", ("AbsorbExercises",), False),
+    ]
+    real = lean.lean_libs(REPO)
+    assert any(lib.name == "Absorb" and lib.default for lib in real)
+    assert all(lib.default for lib in real if lib.name != "AbsorbExercises")
+    toml = lean.parse_lakefile_toml(
+        'defaultTargets = ["Absorb"]\n[[lean_lib]]\nname = "Absorb"\n'
+        '[[lean_lib]]\nname = "AbsorbExercises"\n')
+    assert [(lib.name, lib.default) for lib in toml] == [("Absorb", True),
+                                                         ("AbsorbExercises", False)]
+
+
+def test_exercise_sorries_are_listed_but_do_not_fail_the_audit(tmp_path: Path) -> None:
+    # A student's sheet restating a manifest theorem with `sorry`.
+    name = lean_declarations()[0]
+    _library_with_exercises(tmp_path, f"theorem {name}' : True := by\n  sorry\n")
+    report = lean.audit(tmp_path)
+    assert report["ok"] is True and report["findings"] == []
+    assert [(f["kind"], f["file"], f["line"]) for f in report["exercises"]] == [  # type: ignore[union-attr,index]
+        ("sorry", "AbsorbExercises/Sheet1.lean", 2)]
+
+
+def test_the_same_sorry_in_the_library_fails_the_audit(tmp_path: Path) -> None:
+    _library_with_exercises(tmp_path, "theorem e : True := trivial\n",
+                            library_extra="theorem Absorb.extra : True := by\n  sorry\n")
+    report = lean.audit(tmp_path)
+    assert report["ok"] is False and report["exercises"] == []
+    assert [(f["kind"], f["file"]) for f in report["findings"]] == [  # type: ignore[union-attr,index]
+        ("sorry", "Absorb/All.lean")]
+
+
+def test_declarations_in_exercises_do_not_count_and_importing_them_fails(
+    tmp_path: Path,
+) -> None:
+    name = lean_declarations()[0]
+    ns, short = name.rsplit(".", 1)
+    _library_with_exercises(tmp_path, f"namespace {ns}\ntheorem {short} : True := trivial\n"
+                                      f"end {ns}\n")
+    (tmp_path / "Absorb" / "All.lean").write_text(
+        "import AbsorbExercises.Sheet1\n", encoding="utf-8")  # the library now lacks them all
+    report = lean.audit(tmp_path)
+    assert report["ok"] is False
+    by_id = {t["id"]: t["status"] for t in report["theorems"]}  # type: ignore[union-attr,index]
+    assert "present" not in by_id.values()
+    assert [f["kind"] for f in report["findings"]] == ["imports_exercises"]  # type: ignore[union-attr,index]
+
+
+def test_cli_audit_with_exercise_sorry_exits_0(tmp_path: Path) -> None:
+    from tests.conftest import run_subprocess
+
+    _library_with_exercises(tmp_path, "theorem e : True := by\n  sorry\n")
+    res = run_subprocess(["audit", "--root", str(tmp_path)])
+    assert res.code == 0, res.err
+    assert "exercise (does not fail the audit): sorry AbsorbExercises/Sheet1.lean:2" in res.out

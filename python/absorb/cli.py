@@ -258,25 +258,23 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.checkpoint import inspect_checkpoint
+    from absorb.checkpoints import inspect_checkpoint, text_lines
 
-    res = inspect_checkpoint(args.checkpoint, up=args.up, down=args.down, gate=args.gate,
-                             activation=get_activation(args.activation),
-                             skip_search=not args.search,
+    res = inspect_checkpoint(args.checkpoint, arch=args.arch, up=args.up, down=args.down,
+                             gate=args.gate, activation=args.activation, search=args.search,
                              rng=np.random.default_rng(args.seed), progress=True)
-    lines = [f"{res['checkpoint']}: {len(res['layers'])} layers"]  # type: ignore[arg-type]
-    for layer in res["layers"]:  # type: ignore[attr-defined]
-        cert = layer.get("certificate") or {}
-        extra = (f", r^2 = {cert['relaxation_residual']:.6g}"
-                 if "relaxation_residual" in cert else "")
-        lines.append(f"layer {layer['layer']}: d={layer['d']} n={layer['n']} "
-                     f"{layer['verdict']}{extra}")
-    return res, lines
+    return res, text_lines(res)
+
+
+def _finding(f: dict[str, Any]) -> str:
+    return f"{f['kind']} {f['file']}:{f['line']}: {f['text']}"
 
 
 def _status_lines(res: dict[str, Any]) -> list[str]:
     lines = [f"{t['id']:<24} {t['status']}" for t in res["theorems"]]
-    lines += [f"finding: {f}" for f in res.get("findings", [])]
+    lines += [f"finding: {_finding(f)}" for f in res.get("findings", [])]
+    lines += [f"exercise (does not fail the audit): {_finding(f)}"
+              for f in res.get("exercises", [])]
     lines.append("ok" if res.get("ok") else "NOT ok")
     return lines
 
@@ -343,14 +341,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=_positive(int), default=2048,
                    help="training inputs per input scale (as many again are held out)")
     p = command("inspect", cmd_inspect, "check every MLP block of a safetensors checkpoint")
-    p.add_argument("checkpoint")
-    p.add_argument("--up", required=True, type=layer_pattern,
-                   help="up-projection key pattern, {i} = layer")
-    p.add_argument("--down", required=True, type=layer_pattern,
+    p.add_argument("checkpoint", help="a .safetensors file, a folder, or a sharded "
+                   "checkpoint's *.safetensors.index.json (config.json read from beside it)")
+    p.add_argument("--arch", help="architecture, overriding detection (one of: "
+                   "bert, distilbert, gpt2, gpt_neo, gptj, gpt_neox, falcon, bloom, opt, t5, "
+                   "t5_gated, llama, gemma, phi)")
+    p.add_argument("--up", type=layer_pattern,
+                   help="up-projection key pattern, {i} = layer (instead of detection; "
+                   "nn.Linear layout)")
+    p.add_argument("--down", type=layer_pattern,
                    help="down-projection key pattern, {i} = layer")
     p.add_argument("--gate", type=layer_pattern,
                    help="gate key pattern, {i} = layer (gated activations)")
-    p.add_argument("--activation", required=True)
+    p.add_argument("--activation", help="a catalog name; needed with --up/--down, else it "
+                   "overrides the detected activation")
     p.add_argument("--search", action="store_true",
                    help="also run the numerical search on undetermined layers (slow)")
     p.add_argument("--seed", type=seed_type, default=0,

@@ -20,7 +20,14 @@ nothing here; ``audit`` on ``source``; ``checker`` on ``toolchain``; ``verify`` 
 ``output``, ``toolchain`` and ``checker``; ``dojo`` on ``toolchain`` and ``audit``.
 """
 
-from absorb.lean.audit import audit, lean_sources
+from absorb.lean.audit import (
+    LeanLib,
+    audit,
+    lean_libs,
+    lean_sources,
+    parse_lakefile_lean,
+    parse_lakefile_toml,
+)
 from absorb.lean.checker import checker_agrees, python_checker_cases, run_checker
 from absorb.lean.output import (
     NATIVE_AXIOMS,
@@ -51,6 +58,7 @@ __all__ = [
     "Declaration",
     "Diagnostic",
     "Finding",
+    "LeanLib",
     "ProcessResult",
     "ScannedFile",
     "audit",
@@ -59,9 +67,12 @@ __all__ = [
     "classify_axioms",
     "failed_modules",
     "find_lake",
+    "lean_libs",
     "lean_sources",
     "parse_axioms_output",
     "parse_diagnostics",
+    "parse_lakefile_lean",
+    "parse_lakefile_toml",
     "python_checker_cases",
     "run_checker",
     "run_process",
