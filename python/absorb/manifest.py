@@ -32,7 +32,7 @@ THEOREM_IDS: tuple[str, ...] = (
 )
 
 _STRING_KEYS = ("title", "statement", "paper")
-_LIST_KEYS = ("hypotheses", "lean", "experiments")
+_LIST_KEYS = ("hypotheses", "lean", "experiments", "uses")
 _KNOWN_KEYS = frozenset((*_STRING_KEYS, *_LIST_KEYS, "lean_note", "lean_scope"))
 
 
@@ -51,6 +51,8 @@ class Theorem:
     #: Where the Lean declarations state less than ``statement`` (a narrower hypothesis), what
     #: exactly they cover; empty when they state it all.
     lean_scope: str = ""
+    #: The theorem IDs whose results this one builds on (the blueprint's dependency graph).
+    uses: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         """Plain-JSON form (lists, strings)."""
@@ -64,6 +66,7 @@ class Theorem:
             "lean_note": self.lean_note,
             "lean_scope": self.lean_scope,
             "experiments": list(self.experiments),
+            "uses": list(self.uses),
         }
 
 
@@ -112,6 +115,7 @@ def _entry(tid: str, table: object) -> Theorem:
         lean_note=note,
         experiments=lists["experiments"],
         lean_scope=scope,
+        uses=lists["uses"],
     )
 
 
@@ -135,6 +139,10 @@ def parse_manifest(text: str) -> tuple[Theorem, ...]:
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise AbsorbError(f"theorems.toml: {attr} names used by two theorems: {repeated}")
+    for thm in theorems:
+        unknown = sorted(set(thm.uses) - set(THEOREM_IDS))
+        if unknown or thm.id in thm.uses:
+            raise AbsorbError(f"theorems.toml: [{thm.id}].uses names {unknown or [thm.id]}")
     return theorems
 
 
