@@ -111,8 +111,12 @@ def test_generic_above_d_squared_proved_none(n: int) -> None:
     W_up, W_down = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
     res = find_index_set(W_up, W_down)
     assert res.relaxation.is_zero  # n ≥ d²: some real s solves the equations
-    assert res.status == "none" and res.method == "meet-in-the-middle"
+    assert res.status == "none" and res.method in ("dual-lp", "meet-in-the-middle")
+    assert (res.method == "dual-lp") == (res.dual is not None)
     assert brute_force_index_set(W_up, W_down) is None
+    # without the dual step the complete search decides the same
+    plain = find_index_set(W_up, W_down, dual=False)
+    assert plain.status == "none" and plain.method == "meet-in-the-middle"
 
 
 def test_milp_agrees_with_meet_in_the_middle() -> None:
@@ -237,7 +241,8 @@ def test_json_round_trip_fields() -> None:
     rng = np.random.default_rng(1)
     res = find_index_set(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)))
     js = res.to_json()
-    assert set(js) == {"status", "S", "method", "exact", "relaxation", "detail"}
+    assert set(js) == {"status", "S", "method", "exact", "relaxation", "detail", "dual", "plan",
+                       "notes"}
     rel = js["relaxation"]
     assert isinstance(rel, dict) and len(rel["s"]) == 4
 

@@ -1,0 +1,37 @@
+"""Certificates about index sets, by concern (THEORY.md: relaxation_certificate, dual certificate).
+
+* :mod:`.relaxation` — the real relaxation r² in Gram form, and its predicted cost;
+* :mod:`.dual` — producing dual certificates Y (relaxation residual, separation LP);
+* :mod:`.verify` — the independent, rigorous check of a certificate on the stored numbers;
+* :mod:`.search` — the complete index-set search, planned by its predicted cost;
+* :mod:`.rounding` — storage precision: "absorbable up to rounding".
+"""
+
+from absorb.certificates.dual import DualCertificate
+from absorb.certificates.relaxation import Relaxation, gram, relaxation, relaxation_cost
+from absorb.certificates.search import (
+    IndexSetSearch,
+    SearchPlan,
+    brute_force_index_set,
+    find_index_set,
+    index_set_residual,
+    plan_search,
+)
+from absorb.certificates.verify import DualCheck, check_dual, check_index_set
+
+__all__ = [
+    "DualCertificate",
+    "DualCheck",
+    "IndexSetSearch",
+    "Relaxation",
+    "SearchPlan",
+    "brute_force_index_set",
+    "check_dual",
+    "check_index_set",
+    "find_index_set",
+    "gram",
+    "index_set_residual",
+    "plan_search",
+    "relaxation",
+    "relaxation_cost",
+]

@@ -1,0 +1,132 @@
+"""Producing dual certificates: a d×d matrix Y proving that no index set exists.
+
+With K_i = a_i b_iᵀ and c_i = ⟨K_i, Y⟩, an index set S would give −⟨A, Y⟩ = Σ_{i∈S} c_i ∈
+[Σ min(c_i, 0), Σ max(c_i, 0)]. Such a Y exists exactly when −A lies outside the zonotope
+Z = {Σ s_i K_i : s ∈ [0,1]ⁿ} (separating hyperplane). Two sources:
+
+* the relaxation residual R = W_down diag(s*) W_up + A when r² > 0: ⟨R, K_i⟩ = 0 (normal
+  equations) and −⟨A, R⟩ = −r² < 0;
+* a linear program (HiGHS): maximize −⟨A, Y⟩ − Σ_i u_i over ‖Y‖_max ≤ 1, u_i ≥ max(c_i, 0).
+  Its optimum is the largest separation; a positive optimum gives a Y (the box is symmetric,
+  so the other side of the interval needs no second program). It finds certificates where
+  least squares is blind (n ≥ d², r² = 0).
+
+Candidates are scaled to ‖Y‖_max = 1, rounded to a coarse dyadic grid 2⁻ᵏ (short exact
+rationals) and handed to the independent checker :func:`absorb.certificates.verify.check_dual`;
+the first that passes is the certificate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from absorb.budget import FLOAT_BYTES, Cost
+from absorb.certificates._inputs import FloatArray, Weights
+from absorb.certificates.verify import DualCheck, check_dual
+
+__all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "certify", "lp_cost", "lp_separator"]
+
+#: Dyadic grids 2⁻ᵏ tried in turn for the rounded certificate (coarse first: short rationals).
+GRIDS = (20, 30, 40, 52)
+#: The LP's constraint matrix is dense n×d²; above this many entries it is not attempted.
+LP_MAX_ENTRIES = 1 << 22
+#: HiGHS wall-clock budget (seconds) of the separation LP.
+LP_TIME_LIMIT = 60.0
+
+
+@dataclass(frozen=True)
+class DualCertificate:
+    """A verified Y: −⟨A, Y⟩ lies ``margin`` outside [Σ min(c_i,0), Σ max(c_i,0)]."""
+
+    Y: Any  # d×d object array of Fractions
+    check: DualCheck
+    source: str
+    grid: int | None
+
+    def to_json(self) -> dict[str, object]:
+        exact = isinstance(self.check.margin, Fraction)
+        return {
+            "Y": [[str(Fraction(v)) for v in row] for row in self.Y],
+            "margin": str(self.check.margin) if exact else float(self.check.margin),
+            "margin_float": float(self.check.margin),
+            "value": float(self.check.value),
+            "interval": [float(self.check.lower), float(self.check.upper)],
+            "side": self.check.side,
+            "source": self.source,
+            "grid": None if self.grid is None else f"2^-{self.grid}",
+            "verified": self.check.how,
+        }
+
+
+def lp_cost(d: int, n: int) -> Cost:
+    """Dense constraint matrix n×d² (and HiGHS's copies of it); simplex work ~ (n + d²)²·n."""
+    entries = float(n) * d * d
+    return Cost(4.0 * FLOAT_BYTES * entries, float(n + d * d) ** 2 * n)
+
+
+def lp_separator(w: Weights) -> tuple[FloatArray | None, float]:
+    """HiGHS's best separating Y (‖Y‖_max ≤ 1) and the separation it claims (≤ 0: none).
+
+    Returns (None, 0.0) when the program is too large (n·d² > LP_MAX_ENTRIES) or HiGHS fails.
+    """
+    d, n = w.d, w.n
+    if n * d * d > LP_MAX_ENTRIES:
+        return None, 0.0
+    Wu = np.asarray(w.W_up, dtype=np.float64)
+    Wd = np.asarray(w.W_down, dtype=np.float64)
+    A = np.asarray(w.A, dtype=np.float64)
+    K = np.einsum("ji,ik->ijk", Wd, Wu).reshape(n, d * d)  # row i = vec(a_i b_iᵀ)
+    scale = max(float(np.max(np.abs(K))), 1e-300)
+    # variables (vec Y, u); rows: K_i·y − u_i ≤ 0; objective min ⟨A, Y⟩ + Σ u
+    A_ub = sp.hstack([sp.csr_matrix(K / scale), -sp.identity(n, format="csr")], format="csr")
+    cost = np.concatenate([A.ravel() / scale, np.ones(n)])
+    bounds = [(-1.0, 1.0)] * (d * d) + [(0.0, None)] * n
+    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(n), bounds=bounds, method="highs",
+                  options={"time_limit": LP_TIME_LIMIT})
+    if res.status != 0 or res.x is None:
+        return None, 0.0
+    return np.asarray(res.x[: d * d]).reshape(d, d), -float(res.fun) * scale
+
+
+def _rounded(Y: FloatArray, k: int) -> FloatArray:
+    """Y / ‖Y‖_max rounded to the grid 2⁻ᵏ (exactly representable in float64 for k ≤ 52)."""
+    peak = float(np.max(np.abs(Y)))
+    if peak == 0.0 or not np.isfinite(peak):
+        return np.zeros_like(Y)
+    out: FloatArray = np.round(Y / peak * 2.0**k) / 2.0**k
+    return out
+
+
+def certify(w: Weights, candidates: Iterable[tuple[Any, str]]) -> DualCertificate | None:
+    """The first candidate Y (float, rounded to each grid in turn; or exact Fractions) that the
+    independent checker accepts for the stored weights."""
+    for Y, source in candidates:
+        Y_arr = np.asarray(Y)
+        if Y_arr.dtype == object:
+            tries: list[tuple[Any, int | None]] = [(Y_arr, None)]
+        else:
+            tries = [(_rounded(np.asarray(Y_arr, dtype=np.float64), k), k) for k in GRIDS]
+        for Yk, k in tries:
+            if not np.any(Yk != 0):
+                continue
+            chk = check_dual(w.W_up, w.W_down, Yk, w.A)
+            if chk.valid:
+                Yq = np.vectorize(Fraction, otypes=[object])(Yk) if Yk.dtype != object else Yk
+                return DualCertificate(Yq, chk, source, k)
+    return None
+
+
+def residual_candidates(R: Any) -> list[tuple[Any, str]]:
+    """The relaxation residual as a candidate: rounded (float) first, then exact if rational."""
+    src = "relaxation residual R = W_down diag(s*) W_up + A"
+    R_arr = np.asarray(R)
+    if R_arr.dtype == object:
+        return [(R_arr.astype(np.float64), src), (R_arr, src + " (exact)")]
+    return [(R_arr, src)]

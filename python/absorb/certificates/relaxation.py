@@ -1,0 +1,237 @@
+"""The real relaxation of the index-set condition, in Gram form (THEORY.md, relaxation_certificate).
+
+With a_i column i of ``W_down``, b_i row i of ``W_up`` and the (never formed) d²×n matrix K
+whose columns are vec(a_i b_iᵀ),
+
+    r² = min_{s ∈ ℝⁿ} ‖W_down diag(s) W_up + A‖_F²,
+    G = KᵀK = (W_downᵀW_down) ⊙ (W_up W_upᵀ),    c = Kᵀ vec(A),  c_i = a_iᵀ A b_i,
+    G s = −c,
+
+O(n²d + n³) work and O(n² + nd) memory. r² > 0 proves that no index set exists; the residual
+matrix R = W_down diag(s) W_up + A is then a dual certificate (:mod:`.dual`).
+
+The two n×n Gram factors are computed in row blocks of the upper triangle (mirrored): one
+16384×4096 product segfaults numpy's bundled OpenBLAS, row blocks of it do not, and the
+symmetric half halves the work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+
+from absorb.budget import FLOAT_BYTES, Cost
+from absorb.certificates._inputs import FloatArray, Weights, prepare, rref
+
+__all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]
+
+#: Temporaries of one row block of the Gram products stay below this many bytes.
+GRAM_BLOCK_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """r² = min_s ‖W_down diag(s) W_up + A‖_F² and its minimum-norm minimizer s.
+
+    ``rank`` is the rank of G: exact for rational input; for floats the rank of a diagonally
+    pivoted Cholesky factorization of G stopped when the largest remaining pivot falls below
+    n·ε·max_i G_ii (LAPACK ``pstrf``'s default rule). ``tolerance`` (floats only) is the
+    threshold under which r² counts as zero: (d·tol·‖A‖_max)², since an S with
+    ‖W_down[:,S]W_up[S,:] + A‖_max ≤ tol·‖A‖_max has Frobenius residual at most d times that.
+    ``R`` is the d×d residual matrix at s (Fractions for rational input).
+    """
+
+    residual: float
+    residual_exact: Fraction | None
+    s: FloatArray
+    rank: int
+    unique: bool
+    tolerance: float | None
+    R: Any = None
+
+    @property
+    def is_zero(self) -> bool:
+        """Whether r² counts as zero (exactly zero for rational input)."""
+        if self.residual_exact is not None:
+            return self.residual_exact == 0
+        return self.residual <= (self.tolerance or 0.0)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "residual": self.residual,
+            "residual_exact": None if self.residual_exact is None else str(self.residual_exact),
+            "s": [float(v) for v in self.s],
+            "rank": self.rank,
+            "unique": self.unique,
+            "tolerance": self.tolerance,
+        }
+
+
+def _block_rows(n: int) -> int:
+    """Rows per Gram block: three b×n float64 temporaries within GRAM_BLOCK_BYTES."""
+    return max(1, min(n, GRAM_BLOCK_BYTES // (3 * FLOAT_BYTES * n)))
+
+
+def relaxation_cost(d: int, n: int) -> Cost:
+    """Predicted peak bytes and flops of the float relaxation of one (d, n) layer.
+
+    Memory: G (n² floats, factorized in place), the float64 weights and the transposed
+    W_down (3nd), the Gram row-block temporaries (3·b·n); when n > d², G is rank-deficient
+    and the minimum-norm solution needs its eigendecomposition (G and V: 2n² more).
+    Work: the two symmetric Gram products (2n²d), c and the residual matrix (2nd² + 2nd²),
+    pivoted Cholesky (n³/3), or eigh (about 9n³) when rank-deficient.
+    """
+    nn, dd = float(n), float(d)
+    rank_deficient = n > d * d
+    floats = nn * nn * (3.0 if rank_deficient else 1.0) + 3.0 * nn * dd + 3.0 * _block_rows(n) * nn
+    flops = 2.0 * nn * nn * dd + 4.0 * nn * dd * dd + (9.0 if rank_deficient else 1.0 / 3.0) * nn**3
+    return Cost(FLOAT_BYTES * floats, flops)
+
+
+def gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
+    """G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), computed in row blocks of the upper triangle."""
+    n = W_up.shape[0]
+    Wd_t = np.ascontiguousarray(W_down.T)
+    Wu = np.ascontiguousarray(W_up)
+    G: FloatArray = np.empty((n, n))
+    b = _block_rows(n)
+    for i0 in range(0, n, b):
+        i1 = min(n, i0 + b)
+        blk = Wd_t[i0:i1] @ Wd_t[i0:].T
+        blk *= Wu[i0:i1] @ Wu[i0:].T
+        G[i0:i1, i0:] = blk
+        G[i0:, i0:i1] = blk.T
+    return G
+
+
+def gram_rhs(w: Weights) -> FloatArray:
+    """c_i = a_iᵀ A b_i."""
+    c: FloatArray = np.einsum("ij,ij->i", w.W_down.T @ w.A, w.W_up)
+    return c
+
+
+def min_norm_solution(G: FloatArray, c: FloatArray, rank: int) -> FloatArray:
+    """The minimum-norm s with G s = −c from the top ``rank`` eigenpairs of G."""
+    n = G.shape[0]
+    lam, V = sla.eigh(G, check_finite=False, overwrite_a=True)
+    lam_r, V_r = lam[n - rank :], V[:, n - rank :]
+    s: FloatArray = -V_r @ ((V_r.T @ c) / lam_r)
+    return s
+
+
+def float_relaxation(w: Weights, tol: float) -> tuple[Relaxation, FloatArray]:
+    """The relaxation and c for float weights (G is factorized in place and not kept)."""
+    G = gram(w.W_up, w.W_down)
+    c = gram_rhs(w)
+    n = w.n
+    diag_max = float(np.max(np.diag(G)))
+    if diag_max == 0.0:  # every unit has a_i = 0 or b_i = 0
+        rank, s = 0, np.zeros(n)
+    else:
+        rank_tol = n * np.finfo(np.float64).eps * diag_max
+        # G is symmetric, so its transpose is the same matrix in Fortran order: pstrf then
+        # factorizes in place instead of copying n² floats.
+        L, piv, rank_, _ = sla.lapack.dpstrf(G.T, lower=1, tol=rank_tol, overwrite_a=1)
+        rank = int(rank_)
+        if rank == n:
+            # full rank: the pivoted Cholesky factor solves G s = −c (trtrs reads one triangle)
+            piv0 = piv - 1
+            y = sla.solve_triangular(L, -c[piv0], lower=True, check_finite=False)
+            z = sla.solve_triangular(L, y, lower=True, trans="T", check_finite=False)
+            s = np.empty(n)
+            s[piv0] = z
+        else:
+            s = min_norm_solution(gram(w.W_up, w.W_down), c, rank)
+    # r² from the d×d residual itself (O(d²n)), not from ‖A‖² − cᵀG⁺c, which cancels badly
+    # exactly when r² is small — the case that matters.
+    R = w.W_down @ (s[:, None] * w.W_up) + w.A
+    r2 = float(np.sum(R * R))
+    a_max = float(np.max(np.abs(w.A)))
+    rel = Relaxation(residual=r2, residual_exact=None, s=s, rank=rank, unique=rank == n,
+                     tolerance=(w.d * tol * a_max) ** 2, R=R)
+    return rel, c
+
+
+@dataclass(frozen=True)
+class ExactSystem:
+    """G s = −c over ℚ in reduced form: rows ``R`` (rank × n) with R s = ``rhs``."""
+
+    R: list[list[Fraction]]
+    rhs: list[Fraction]
+    pivots: list[int]
+    particular: list[Fraction]
+
+
+def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
+    """The relaxation over ℚ: exact rank, exact r², exact residual matrix R."""
+    Wu, Wd, A = w.W_up, w.W_down, w.A
+    n = w.n
+    G = (Wd.T @ Wd) * (Wu @ Wu.T)
+    c = ((Wd.T @ A) * Wu).sum(axis=1)
+    aug = [[*G[i], -c[i]] for i in range(n)]
+    red, pivots = rref(aug)
+    if n in pivots:  # cannot happen: G s = −c is always consistent (normal equations)
+        raise AssertionError("inconsistent normal equations")
+    rank = len(pivots)
+    rows = [row[:n] for row in red[:rank]]
+    rhs = [row[n] for row in red[:rank]]
+    p = [Fraction(0)] * n
+    for row_i, col in enumerate(pivots):
+        p[col] = rhs[row_i]
+    # any solution p of G p = −c gives pᵀGp = −cᵀp, hence r² = ‖A‖² + 2cᵀp + pᵀGp = ‖A‖² + cᵀp
+    r2 = sum((v * v for v in A.ravel()), Fraction(0)) + sum(
+        (ci * pi for ci, pi in zip(c, p, strict=True)), Fraction(0)
+    )
+    s_min = _exact_min_norm(rows, pivots, p, n)
+    # R is the same at every solution (K s is the projection of −vec A); use p
+    p_arr = np.array(p, dtype=object)
+    R = Wd @ (p_arr[:, None] * Wu) + A
+    rel = Relaxation(residual=float(r2), residual_exact=r2,
+                     s=np.array([float(v) for v in s_min]), rank=rank, unique=rank == n,
+                     tolerance=None, R=R)
+    return rel, ExactSystem(rows, rhs, pivots, p)
+
+
+def _exact_min_norm(
+    R: list[list[Fraction]], pivots: list[int], p: list[Fraction], n: int
+) -> list[Fraction]:
+    """The minimum-norm point p − N(NᵀN)⁻¹Nᵀp of the affine set p + null(R)."""
+    pivot_set = set(pivots)
+    free = [j for j in range(n) if j not in pivot_set]
+    if not free:
+        return p
+    # null-space basis: one vector per free column f, e_f − Σ_rows R[row][f] e_pivot(row)
+    N = []
+    for f in free:
+        v = [Fraction(0)] * n
+        v[f] = Fraction(1)
+        for row_i, col in enumerate(pivots):
+            v[col] = -R[row_i][f]
+        N.append(v)
+    k = len(N)
+    gram_n = [
+        [sum((a * b for a, b in zip(N[i], N[j], strict=True)), Fraction(0)) for j in range(k)]
+        for i in range(k)
+    ]
+    proj = [sum((a * b for a, b in zip(N[i], p, strict=True)), Fraction(0)) for i in range(k)]
+    red, _ = rref([[*gram_n[i], proj[i]] for i in range(k)])
+    coef = [red[i][k] for i in range(k)]
+    return [p[j] - sum((coef[i] * N[i][j] for i in range(k)), Fraction(0)) for j in range(n)]
+
+
+def relaxation(W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9) -> Relaxation:
+    """The real relaxation r² = min_s ‖W_down diag(s) W_up + A‖_F² (A = I when None).
+
+    Gram form: G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), c_i = a_iᵀ A b_i, G s = −c, never forming the
+    d²×n matrix. Floats: rank-revealing pivoted Cholesky (full rank) or eigh (rank-deficient,
+    minimum-norm s), r² measured on the d×d residual, ``tolerance`` = (d·tol·‖A‖_max)².
+    Fraction object arrays: exact rational elimination and exact ``residual_exact``.
+    """
+    w = prepare(W_up, W_down, A)
+    if w.exact:
+        return exact_relaxation(w)[0]
+    return float_relaxation(w, tol)[0]

@@ -1,0 +1,595 @@
+"""The exact index-set search, planned by its predicted cost (THEORY.md, relaxation_certificate).
+
+An index set S is a 0/1 vector s with Σ_i s_i a_i b_iᵀ = −A (d² linear equations). The search
+decides it completely, in order of cost:
+
+1. A = 0 (S = ∅) and the rank bound rank(A) ≤ |S| ≤ n;
+2. the relaxation (:mod:`.relaxation`): r² > 0 proves that no S exists, and its residual
+   matrix is a dual certificate, checked independently (:mod:`.verify`);
+3. when r² = 0, the separation LP (:mod:`.dual`): a certificate exists exactly when −A lies
+   outside the zonotope {Σ s_i a_i b_iᵀ : s ∈ [0,1]ⁿ};
+4. only when −A is inside the zonotope (or the certificate's margin is within the float
+   tolerance): a unique real solution is checked for 0/1, else a complete search for 0/1
+   points of the affine solution set on rank G independent equations — meet-in-the-middle
+   or HiGHS integer programming, chosen by the predicted memory and time (:func:`plan_search`).
+
+Inputs are float arrays (decided with a stated tolerance) or numpy object arrays of
+`fractions.Fraction` (decided in exact rational arithmetic). No MemoryError escapes: a search
+that would not fit ends with status ``limit`` and the memory it would need.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+import scipy.linalg as sla
+from numpy.typing import NDArray
+
+from absorb.budget import available_memory, human_bytes, human_seconds
+from absorb.certificates._inputs import FloatArray, Weights, exact_rank, prepare
+from absorb.certificates.dual import (
+    DualCertificate,
+    certify,
+    lp_separator,
+    residual_candidates,
+)
+from absorb.certificates.relaxation import (
+    ExactSystem,
+    Relaxation,
+    exact_relaxation,
+    float_relaxation,
+    gram,
+)
+from absorb.errors import AbsorbError
+
+__all__ = [
+    "IndexSetSearch",
+    "SearchPlan",
+    "brute_force_index_set",
+    "find_index_set",
+    "index_set_residual",
+    "plan_search",
+]
+
+Method = Literal["auto", "meet-in-the-middle", "milp"]
+Status = Literal["found", "none", "limit"]
+
+# Keys of the meet-in-the-middle hash are projections on a fixed random direction: the
+# search is complete for any direction, the seed only fixes which (harmless) key collisions
+# occur, so results are deterministic.
+_PROJECTION_SEED = 20260423
+# Pairs of half-sums whose keys collide are verified in chunks of this many pairs.
+_PAIR_CHUNK = 1 << 20
+# HiGHS wall-clock budget (seconds) of the integer program.
+_MILP_TIME_LIMIT = 60.0
+#: Meet-in-the-middle is preferred to HiGHS only below these predicted costs ...
+MITM_PREFERRED_BYTES = 256 << 20
+MITM_PREFERRED_SECONDS = 1.0
+#: ... and is never started above this share of the available memory or this time.
+MITM_MEMORY_SHARE = 0.5
+MITM_MAX_SECONDS = 600.0
+# Measured throughput of the enumeration: seconds per (subset sum × coordinate), for machine
+# integers/floats and for Python integers (object arrays, exact input with huge entries).
+_SECONDS_PER_ENTRY = {"int64": 4e-9, "object": 1.5e-7}
+_BYTES_PER_ENTRY = {"int64": 8, "object": 48}
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """Predicted cost of meet-in-the-middle on n unknowns and r equations, and the choice."""
+
+    n: int
+    equations: int
+    entries: str
+    bytes: float
+    seconds: float
+    method: Literal["meet-in-the-middle", "milp"]
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"n": self.n, "equations": self.equations, "entries": self.entries,
+                "mitm_bytes": self.bytes, "mitm_seconds": self.seconds,
+                "method": self.method, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class IndexSetSearch:
+    """Outcome of the complete search for S with W_down[:,S] W_up[S,:] = −A."""
+
+    status: Status
+    S: tuple[int, ...] | None
+    method: str
+    exact: bool
+    relaxation: Relaxation
+    detail: str
+    dual: DualCertificate | None = None
+    plan: SearchPlan | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "status": self.status,
+            "S": None if self.S is None else list(self.S),
+            "method": self.method,
+            "exact": self.exact,
+            "relaxation": self.relaxation.to_json(),
+            "detail": self.detail,
+            "dual": None if self.dual is None else self.dual.to_json(),
+            "plan": None if self.plan is None else self.plan.to_json(),
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# verification
+
+
+def _residual_matrix(w: Weights, S: Sequence[int]) -> Any:
+    idx = list(S)
+    if not idx:
+        return w.A.copy()
+    return w.W_down[:, idx] @ w.W_up[idx, :] + w.A
+
+
+def index_set_residual(W_up: Any, W_down: Any, S: Sequence[int], A: Any = None) -> float:
+    """‖W_down[:,S] W_up[S,:] + A‖_max (A = I when None); exact for Fraction input."""
+    w = prepare(W_up, W_down, A)
+    S = list(S)
+    if any(not 0 <= i < w.n for i in S) or len(set(S)) != len(S):
+        raise AbsorbError(f"index set must hold distinct indices in [0, {w.n})")
+    R = _residual_matrix(w, S)
+    return float(max(abs(v) for v in R.ravel())) if w.exact else float(np.max(np.abs(R)))
+
+
+# --------------------------------------------------------------------------------------------
+# the cost model
+
+
+def plan_search(n: int, equations: int, *, entries: Literal["int64", "object"] = "int64",
+                method: Method = "auto", max_enumeration: int | None = None,
+                memory: int | None = None) -> SearchPlan:
+    """Predict meet-in-the-middle's memory and time and choose it or HiGHS ``milp``.
+
+    Meet-in-the-middle stores the 2^⌊n/2⌋ + 2^⌈n/2⌉ subset sums of both halves, each an
+    r-vector (r = ``equations``), plus keys, a sort order and match counts (5 words per sum);
+    its time is that many entries at the measured rate. It is chosen ("auto") only when it is
+    cheap (≤ MITM_PREFERRED_BYTES and ≤ MITM_PREFERRED_SECONDS), since HiGHS typically decides
+    such binary programs in milliseconds (d = 4, n = 48: 2^24 sums, about 5 GB and a minute,
+    against 0.01 s).
+    """
+    # capped exponents: beyond 2^1000 sums nothing changes the decision (and floats overflow)
+    sums = 2.0 ** min(n // 2, 1000) + 2.0 ** min(n - n // 2, 1000)
+    nbytes = sums * (equations * _BYTES_PER_ENTRY[entries] + 5 * 8)
+    seconds = sums * (equations + 20) * _SECONDS_PER_ENTRY[entries]
+    cost = f"{human_bytes(nbytes)} and about {human_seconds(seconds)}"
+    too_many = max_enumeration is not None and sums > max_enumeration
+    if method == "milp":
+        return SearchPlan(n, equations, entries, nbytes, seconds, "milp", "requested")
+    if method == "meet-in-the-middle":
+        return SearchPlan(n, equations, entries, nbytes, seconds, "meet-in-the-middle",
+                          "requested")
+    if too_many:
+        return SearchPlan(n, equations, entries, nbytes, seconds, "milp",
+                          f"meet-in-the-middle would enumerate {sums:.0f} subset sums "
+                          f"(n={n}), above max_enumeration={max_enumeration}")
+    if nbytes <= MITM_PREFERRED_BYTES and seconds <= MITM_PREFERRED_SECONDS:
+        return SearchPlan(n, equations, entries, nbytes, seconds, "meet-in-the-middle",
+                          f"meet-in-the-middle predicted to need {cost}")
+    return SearchPlan(n, equations, entries, nbytes, seconds, "milp",
+                      f"meet-in-the-middle would need {cost}; integer programming first")
+
+
+def mitm_affordable(plan: SearchPlan, memory: int | None = None) -> str | None:
+    """None when meet-in-the-middle may be started, else why not (with its predicted need)."""
+    limit = MITM_MEMORY_SHARE * (available_memory() if memory is None else memory)
+    if plan.bytes > limit:
+        return (f"meet-in-the-middle would need {human_bytes(plan.bytes)} of memory, "
+                f"{human_bytes(limit)} may be used")
+    if plan.seconds > MITM_MAX_SECONDS:
+        return (f"meet-in-the-middle would need about {human_seconds(plan.seconds)}, "
+                f"above the limit of {human_seconds(MITM_MAX_SECONDS)}")
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# subset sums
+
+
+def _subset_sums(cols: NDArray[Any]) -> NDArray[Any]:
+    """All 2^h sums of subsets of the rows of ``cols`` (h × r); row k of the result is the sum
+    over the set bits of k. Built by doubling: O(2^h·r) work, no 2^h × h indicator matrix."""
+    h, r = cols.shape
+    sums = np.zeros((1 << h, r), dtype=cols.dtype)
+    size = 1
+    for j in range(h):
+        np.add(sums[:size], cols[j], out=sums[size : 2 * size])
+        size *= 2
+    return sums
+
+
+def _bits(k: int, offset: int) -> list[int]:
+    return [offset + j for j in range(k.bit_length()) if (k >> j) & 1]
+
+
+@dataclass(frozen=True)
+class _Mitm:
+    status: Literal["found", "none", "limit"]
+    S: tuple[int, ...] | None
+    detail: str
+
+
+def _meet_in_the_middle(
+    E: NDArray[Any],
+    t: NDArray[Any],
+    delta: float,
+    accept: Any,
+    max_enumeration: int,
+) -> _Mitm:
+    """Complete search for s ∈ {0,1}ⁿ with ‖E s − t‖₂ ≤ delta (delta = 0: exact equality).
+
+    E is r × n (reduced, independent equations), t ∈ ℝʳ. Split the columns into halves L, R,
+    enumerate all subset sums of each half, key them by a projection on a random unit vector
+    w (‖u − v‖ ≤ δ ⇒ |w·u − w·v| ≤ δ, so no solution is missed), match keys by sorting and
+    binary search, and verify every key match on the whole r-vector; ``accept(S)`` is the
+    final check on the original weights.
+    """
+    r, n = E.shape
+    h1 = n // 2
+    h2 = n - h1
+    cost = (1 << h1) + (1 << h2)
+    if cost > max_enumeration:
+        return _Mitm(
+            "limit",
+            None,
+            f"meet-in-the-middle would enumerate {cost} subset sums "
+            f"(n={n}), above max_enumeration={max_enumeration}",
+        )
+    exact = delta == 0.0 and E.dtype != np.float64
+    rng = np.random.default_rng(_PROJECTION_SEED)
+    if exact:
+        w: NDArray[Any] = rng.integers(1, 1 << 16, size=r).astype(E.dtype)
+    else:
+        wf = rng.standard_normal(r)
+        w = np.asarray(wf / np.linalg.norm(wf))
+    left = _subset_sums(E[:, :h1].T)
+    right = _subset_sums(E[:, h1:].T)
+    k_left = left @ w
+    k_right = t @ w - right @ w
+    order = np.argsort(k_left, kind="stable")
+    k_sorted = k_left[order]
+    lo = np.searchsorted(k_sorted, k_right - delta if not exact else k_right, side="left")
+    hi = np.searchsorted(k_sorted, k_right + delta if not exact else k_right, side="right")
+    counts = (hi - lo).astype(np.int64)
+    total = int(counts.sum())
+    if total > max_enumeration:
+        return _Mitm(
+            "limit",
+            None,
+            f"{total} key collisions between the half-sums, above "
+            f"max_enumeration={max_enumeration}",
+        )
+    matched = np.nonzero(counts)[0]
+    # expand the (right index, left position) pairs in chunks of about _PAIR_CHUNK pairs
+    start = 0
+    while start < matched.size:
+        csum = np.cumsum(counts[matched[start:]])
+        stop = start + max(1, int(np.searchsorted(csum, _PAIR_CHUNK, side="right")))
+        js = matched[start:stop]
+        cj = counts[js]
+        rep_j = np.repeat(js, cj)
+        within = np.arange(int(cj.sum())) - np.repeat(np.cumsum(cj) - cj, cj)
+        rep_i = order[np.repeat(lo[js], cj) + within]
+        diff = left[rep_i] + right[rep_j] - t
+        ok = np.all(diff == 0, axis=1) if exact else np.sum(diff * diff, axis=1) <= delta * delta
+        for pos in np.nonzero(ok)[0]:
+            S = tuple(_bits(int(rep_i[pos]), 0) + _bits(int(rep_j[pos]), h1))
+            if accept(S):
+                return _Mitm(
+                    "found",
+                    S,
+                    f"meet-in-the-middle over 2^{h1} + 2^{h2} subset sums "
+                    f"of {r} independent equations found |S| = {len(S)}",
+                )
+        start = stop
+    return _Mitm(
+        "none",
+        None,
+        f"meet-in-the-middle enumerated all 2^{h1} + 2^{h2} subset sums "
+        f"of the {r} independent equations: no 0/1 solution",
+    )
+
+
+def _integer_rows(
+    R: list[list[Fraction]], rhs: list[Fraction]
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Scale each rational equation to integers; int64 when no subset sum or key can overflow."""
+    rows, b = [], []
+    for row, v in zip(R, rhs, strict=True):
+        m = math.lcm(*(x.denominator for x in [*row, v]))
+        rows.append([int(x * m) for x in row])
+        b.append(int(v * m))
+    # |key| ≤ Σ_j |w_j| · Σ_i |E_ji| with |w_j| < 2^16 (see _meet_in_the_middle)
+    bound = (1 << 16) * sum(
+        sum(abs(x) for x in row) + abs(v) for row, v in zip(rows, b, strict=True)
+    )
+    dtype: Any = np.int64 if bound < (1 << 62) else object
+    return np.array(rows, dtype=dtype).reshape(len(rows), -1), np.array(b, dtype=dtype)
+
+
+def _milp(E: FloatArray, t: FloatArray, delta: float) -> tuple[str, tuple[int, ...] | None]:
+    """HiGHS on: s ∈ {0,1}ⁿ, t − δ ≤ E s ≤ t + δ (a box containing the δ-ball)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n = E.shape[1]
+    res = milp(
+        c=np.zeros(n),
+        constraints=LinearConstraint(E, t - delta, t + delta),
+        integrality=np.ones(n),
+        bounds=Bounds(0.0, 1.0),
+        options={"time_limit": _MILP_TIME_LIMIT},
+    )
+    if res.status == 0 and res.x is not None:
+        return "found", tuple(int(i) for i in np.nonzero(np.round(res.x) > 0.5)[0])
+    if res.status == 2:
+        return "infeasible", None
+    return "limit", None
+
+
+# --------------------------------------------------------------------------------------------
+# the search
+
+
+def find_index_set(
+    W_up: Any,
+    W_down: Any,
+    A: Any = None,
+    *,
+    tol: float = 1e-9,
+    max_enumeration: int = 2**26,
+    method: Method = "auto",
+    dual: bool = True,
+) -> IndexSetSearch:
+    """Decide whether some S ⊆ {0..n−1} has W_down[:,S] W_up[S,:] = −A (A = I when None).
+
+    Complete, not a heuristic; see the module docstring for the order of the steps. ``dual``
+    runs the certificate steps (the relaxation residual as Y, then the separation LP).
+
+    Fraction input is decided exactly. Float input: S is accepted iff
+    ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-verified on the weights), and "none"
+    means no S meets that; the reduced search uses the implied Frobenius bound δ = d·τ. A dual
+    certificate is exact for the stored numbers either way; it also rules out every S within
+    tolerance when its margin exceeds τ·‖Y‖₁ (since |⟨E, Y⟩| ≤ ‖E‖_max‖Y‖₁).
+    """
+    w = prepare(W_up, W_down, A)
+    if tol <= 0 or not math.isfinite(tol):
+        raise AbsorbError(f"tol must be positive, got {tol}")
+    if max_enumeration < 1:
+        raise AbsorbError(f"max_enumeration must be positive, got {max_enumeration}")
+    try:
+        if w.exact:
+            return _find_exact(w, max_enumeration, method, dual)
+        return _find_float(w, tol, max_enumeration, method, dual)
+    except MemoryError:
+        raise AbsorbError(f"the index-set search ran out of memory (d={w.d}, n={w.n}); "
+                          "see plan_search for the predicted need") from None
+
+
+_Verdict = tuple[Status, tuple[int, ...] | None, str, str]
+
+
+def _skip_verdict(w: Weights, a_is_zero: bool, rank: Callable[[Any], int]) -> _Verdict | None:
+    """The checks that need no relaxation: A = 0 (S = ∅ works) and rank A > n (no S can, since
+    rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n)."""
+    if a_is_zero:
+        return "found", (), "trivial", "the skip matrix is zero, so S = ∅ works"
+    rank_a = rank(w.A)
+    if rank_a > w.n:
+        return ("none", None, "rank",
+                f"rank(A) = {rank_a} > n = {w.n}, but rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n")
+    return None
+
+
+def _lp_certificate(w: Weights, run: bool) -> tuple[DualCertificate | None, str]:
+    """The separation LP's certificate (checked independently), and a note on the outcome."""
+    if not run:
+        return None, "dual certificate not attempted"
+    Y, sep = lp_separator(w)
+    if Y is None:
+        return None, (f"separation LP not run or failed (n·d² = {w.n * w.d * w.d})")
+    if sep <= 0:
+        return None, f"separation LP: -A lies inside the zonotope (optimum {sep:.3g})"
+    cert = certify(w, [(Y, "separation LP (HiGHS)")])
+    if cert is None:
+        return None, (f"separation LP claims {sep:.3g} but no rounding of its Y passed the "
+                      "exact check")
+    return cert, "separation LP certificate, checked independently"
+
+
+def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) -> IndexSetSearch:
+    rel, sysm = exact_relaxation(w)
+    notes: list[str] = []
+
+    def out(status: Status, S: tuple[int, ...] | None, how: str, detail: str,
+            cert: DualCertificate | None = None, plan: SearchPlan | None = None
+            ) -> IndexSetSearch:
+        return IndexSetSearch(status, S, how, True, rel, detail, cert, plan, tuple(notes))
+
+    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()), exact_rank)
+    if early is not None:
+        return out(*early)
+    if rel.residual_exact != 0:
+        cert = certify(w, residual_candidates(rel.R)) if dual else None
+        return out("none", None, "relaxation",
+                   f"exact relaxation residual r² = {rel.residual_exact} > 0: not even a real "
+                   "s solves the d² equations", cert)
+    if rel.unique:
+        p = sysm.particular
+        if all(v in (0, 1) for v in p):
+            S = tuple(i for i, v in enumerate(p) if v == 1)
+            return out("found", S, "unique-solution",
+                       f"the real solution is unique and 0/1: |S| = {len(S)}")
+        return out("none", None, "unique-solution", "the real solution is unique and not 0/1")
+    cert, note = _lp_certificate(w, dual)
+    notes.append(note)
+    if cert is not None:
+        return out("none", None, "dual-lp",
+                   "a separating Y proves -A outside the zonotope: no index set", cert)
+
+    def accept(S: tuple[int, ...]) -> bool:
+        return all(v == 0 for v in _residual_matrix(w, S).ravel())
+
+    return _search_reduced_exact(w, rel, sysm, accept, max_enumeration, method, notes)
+
+
+def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
+                dual: bool) -> IndexSetSearch:
+    rel, c = float_relaxation(w, tol)
+    a_max = float(np.max(np.abs(w.A)))
+    tau = tol * a_max
+    delta = w.d * tau
+    notes: list[str] = []
+
+    def out(status: Status, S: tuple[int, ...] | None, how: str, detail: str,
+            cert: DualCertificate | None = None, plan: SearchPlan | None = None
+            ) -> IndexSetSearch:
+        return IndexSetSearch(status, S, how, False, rel, detail, cert, plan, tuple(notes))
+
+    def accept(S: tuple[int, ...]) -> bool:
+        return float(np.max(np.abs(_residual_matrix(w, S)))) <= tau
+
+    early = _skip_verdict(w, a_max == 0.0, lambda A: int(np.linalg.matrix_rank(A)))
+    if early is not None:
+        return out(*early)
+    if not rel.is_zero:
+        cert = certify(w, residual_candidates(rel.R)) if dual else None
+        if dual and cert is None:
+            notes.append("no rounding of the relaxation residual passed the exact check")
+        return out("none", None, "relaxation",
+                   f"relaxation residual r² = {rel.residual:.6g} > tolerance "
+                   f"{rel.tolerance:.3g}: no real s, hence no S, within tol", cert)
+    cert, note = (None, "") if rel.unique else _lp_certificate(w, dual)
+    if note:
+        notes.append(note)
+    if cert is not None:
+        y_l1 = float(sum(abs(float(v)) for v in cert.Y.ravel()))
+        if float(cert.check.margin) > tau * y_l1:
+            return out("none", None, "dual-lp",
+                       "a separating Y proves -A outside the zonotope, by more than any S "
+                       "within tolerance could reach: no index set", cert)
+        notes.append("the certificate's margin is within the tolerance: searching for an S "
+                     "that meets the condition up to the tolerance")
+    G = gram(w.W_up, w.W_down)
+    # orthonormal reduced coordinates: with G = V Λ Vᵀ and K = U Λ^½ Vᵀ, the map Uᵀ is an
+    # isometry on span(K), Uᵀk_i = column i of Λ_r^½ V_rᵀ and Uᵀvec(A) = Λ_r^{-½} V_rᵀ c.
+    lam, V = sla.eigh(G, check_finite=False, overwrite_a=True)
+    r = rel.rank
+    lam_r, V_r = np.maximum(lam[w.n - r :], 0.0), V[:, w.n - r :]
+    root = np.sqrt(lam_r)
+    E = root[:, None] * V_r.T
+    t = -(V_r.T @ c) / root
+    if rel.unique:
+        # any accepted s has ‖K(s − p)‖ ≤ ‖Ks + a‖ + ‖Kp + a‖ ≤ 2δ, so ‖s − p‖ ≤ 2δ/σ_min(K)
+        radius = 2.0 * delta / float(root[0])
+        if radius < 0.5:
+            s01 = np.round(rel.s)
+            if np.all(np.abs(rel.s - s01) <= radius) and np.all((s01 == 0) | (s01 == 1)):
+                S01 = tuple(int(i) for i in np.nonzero(s01)[0])
+                if accept(S01):
+                    return out("found", S01, "unique-solution",
+                               "the real solution is unique and rounds to a verified 0/1 "
+                               f"point: |S| = {len(S01)}", cert)
+            return out("none", None, "unique-solution",
+                       "the real solution is unique and no 0/1 point lies within radius "
+                       f"{radius:.3g} of it", cert)
+    plan = plan_search(w.n, r, method=method, max_enumeration=max_enumeration)
+    status, S, how, detail = _run_plan(plan, E, t, delta, accept, max_enumeration, exact=False)
+    return out(status, S, how, detail, cert, plan)
+
+
+def _search_reduced_exact(w: Weights, rel: Relaxation, sysm: ExactSystem,
+                          accept: Callable[[tuple[int, ...]], bool], max_enumeration: int,
+                          method: Method, notes: list[str]) -> IndexSetSearch:
+    E, t = _integer_rows(sysm.R, sysm.rhs)
+    entries: Literal["int64", "object"] = "object" if E.dtype == object else "int64"
+    plan = plan_search(w.n, E.shape[0], entries=entries, method=method,
+                       max_enumeration=max_enumeration)
+    status, S, how, detail = _run_plan(plan, E, t, 0.0, accept, max_enumeration, exact=True)
+    return IndexSetSearch(status, S, how, True, rel, detail, None, plan, tuple(notes))
+
+
+def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
+              accept: Callable[[tuple[int, ...]], bool], max_enumeration: int,
+              exact: bool) -> _Verdict:
+    """Run the planned search; HiGHS first when planned, meet-in-the-middle where it is both
+    needed (an exact proof of "none") and affordable."""
+    prefix = plan.reason + "; "
+    if plan.method == "milp":
+        status, S, detail = _milp_search(E, t, delta, accept, exact)
+        if status != "limit" or plan.reason == "requested":
+            return status, S, "milp", prefix + detail
+        prefix += detail + "; "
+    blocked = mitm_affordable(plan)
+    if blocked is not None:
+        return "limit", None, "meet-in-the-middle", prefix + blocked
+    enum_cap = max_enumeration if plan.method == "meet-in-the-middle" else 1 << 62
+    try:
+        res = _meet_in_the_middle(E, t, delta, accept, enum_cap)
+    except MemoryError:
+        return ("limit", None, "meet-in-the-middle",
+                prefix + f"meet-in-the-middle ran out of memory (predicted "
+                f"{human_bytes(plan.bytes)})")
+    return res.status, res.S, "meet-in-the-middle", prefix + res.detail
+
+
+def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
+                 accept: Callable[[tuple[int, ...]], bool], exact: bool
+                 ) -> tuple[Status, tuple[int, ...] | None, str]:
+    Ef = np.asarray(E, dtype=np.float64)
+    tf = np.asarray(t, dtype=np.float64)
+    r = Ef.shape[0]
+    # exact integer rows are met exactly by an index set; HiGHS needs a little slack for its
+    # own floating-point feasibility tolerance (found points are re-verified exactly).
+    slack = delta if not exact else 1e-9 * max(1.0, float(np.max(np.abs(Ef))))
+    status, S = _milp(Ef, tf, slack)
+    if status == "found" and S is not None and accept(S):
+        return "found", S, f"HiGHS milp found a verified index set, |S| = {len(S)}"
+    if status == "infeasible" and not exact:
+        return "none", None, (f"HiGHS milp proved the binary program on {r} equations "
+                              "infeasible (floating point)")
+    why = {
+        "infeasible": "HiGHS reports the binary program infeasible, which is not an exact "
+        "proof for rational input",
+        "found": "HiGHS returned a point that failed verification on the weights",
+        "limit": f"HiGHS stopped at its {_MILP_TIME_LIMIT:.0f} s limit",
+    }[status]
+    return "limit", None, why
+
+
+def brute_force_index_set(
+    W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9
+) -> tuple[int, ...] | None:
+    """Reference: try all 2^n subsets on the explicit d²-vectors vec(a_i b_iᵀ) (small n, d).
+
+    Same acceptance rule as `find_index_set` (exact equality for Fraction input, max-norm
+    ≤ tol·‖A‖_max for floats). Returns the S with the smallest bitmask, or None.
+    """
+    w = prepare(W_up, W_down, A)
+    if w.n > 24:
+        raise AbsorbError(f"brute force over 2^{w.n} subsets refused (n > 24)")
+    cols = (w.W_down.T[:, :, None] * w.W_up[:, None, :]).reshape(w.n, w.d * w.d)
+    res = _subset_sums(cols) + w.A.reshape(-1)
+    if w.exact:
+        ok = np.all(res == 0, axis=1)
+    else:
+        ok = np.max(np.abs(res), axis=1) <= tol * float(np.max(np.abs(w.A)))
+    hits = np.nonzero(ok)[0]
+    return None if hits.size == 0 else tuple(_bits(int(hits[0]), 0))

@@ -1,0 +1,195 @@
+"""Independent checks of certificates, rigorous for the stored numbers.
+
+This module shares no code with the producers (relaxation, LP, search): it parses its inputs
+itself and recomputes everything from the stored weights. Every float16/bfloat16/float32/
+float64 value is a dyadic rational m·2^e, so the stored weights ARE rationals and the checks
+below are statements about exactly those numbers.
+
+Dual certificate (THEORY.md, dual certificate). For Y ∈ ℚ^{d×d} put c_i = a_iᵀ Y b_i (a_i
+column i of W_down, b_i row i of W_up). If Σ_{i∈S} a_i b_iᵀ = −A for some S then
+−⟨A, Y⟩ = Σ_{i∈S} c_i ∈ [Σ_i min(c_i, 0), Σ_i max(c_i, 0)]; a value outside that interval
+proves that no index set exists. The margin is the distance to the interval.
+
+Two ways of deciding it, both O(n d²):
+
+* exact: every matrix is scaled by the lcm of its denominators to Python integers, and the
+  c_i and ⟨A, Y⟩ are computed in integer arithmetic (used whenever n·d² ≤ EXACT_OPS, and
+  always for non-dyadic rational input);
+* floating point with a proven bound (float weights beyond EXACT_OPS): with P = W_downᵀY
+  computed in float64, |fl(xᵀy) − xᵀy| ≤ γ_m |x|ᵀ|y|, γ_m = m·u/(1 − m·u), u = 2⁻⁵³, for any
+  summation order (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1),
+  so |ĉ_i − c_i| ≤ γ_d Σ_k (|P̂_ik| + (|W_downᵀ||Y|)_ik)|b_ik|; these bounds, inflated for
+  their own rounding and an underflow allowance of 2⁻⁹⁰⁰, enclose every c_i, the interval and
+  ⟨A, Y⟩, and the certificate is accepted only if the enclosures are separated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["EXACT_OPS", "DualCheck", "check_dual", "check_index_set", "parse_matrix"]
+
+#: Largest n·d² decided in exact integer arithmetic when the weights are floats (≈ 2 s).
+EXACT_OPS = 1 << 23
+EXACT_HOW = "exact rational arithmetic on the stored weights"
+FLOAT_HOW = ("float64 arithmetic with a proven rounding-error bound on the stored weights "
+             "(|fl(x^T y) - x^T y| <= gamma_m |x|^T |y|, Higham 2002, section 3.1)")
+_U = 2.0**-53
+_TINY = 2.0**-900
+
+Obj = NDArray[np.object_]
+
+
+def _entry(v: object) -> Fraction:
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, bool):
+        raise ValueError(f"non-numeric entry {v!r}")
+    if isinstance(v, (int, np.integer)):
+        return Fraction(int(v))
+    if isinstance(v, (float, np.floating)):
+        if not math.isfinite(float(v)):
+            raise ValueError("entry is NaN or Inf")
+        return Fraction(float(v))  # a float is a dyadic rational: exact
+    if isinstance(v, str):
+        return Fraction(v.strip())
+    raise ValueError(f"non-numeric entry {v!r}")
+
+
+def parse_matrix(M: Any) -> Obj:
+    """A 2-D array of exact rationals from floats, integers, Fractions or "p/q" strings."""
+    arr = np.asarray(M, dtype=object)
+    if arr.ndim != 2:
+        raise ValueError(f"expected a matrix, got {arr.ndim} dimensions")
+    out: Obj = np.vectorize(_entry, otypes=[object])(arr) if arr.size else arr
+    return out
+
+
+def _integers(M: Obj) -> tuple[Obj, int]:
+    """(N, D) with M = N / D, N integer entries, D the lcm of the denominators."""
+    D = math.lcm(1, *(q.denominator for q in M.ravel()))
+    N: Obj = np.vectorize(lambda q: q.numerator * (D // q.denominator), otypes=[object])(M)
+    return N, D
+
+
+@dataclass(frozen=True)
+class DualCheck:
+    """Outcome of checking one Y: ``valid`` iff −⟨A,Y⟩ lies outside [lower, upper].
+
+    Exact checks hold the exact values; float checks hold enclosures (``value`` then is the
+    computed −⟨A,Y⟩ and ``margin`` a proven lower bound on the distance to the interval).
+    """
+
+    valid: bool
+    margin: Fraction | float
+    value: Fraction | float
+    lower: Fraction | float
+    upper: Fraction | float
+    side: Literal["above", "below", "inside"]
+    how: str
+
+
+def _decide(value: Any, lower: Any, upper: Any, how: str) -> DualCheck:
+    if value > upper:
+        return DualCheck(True, value - upper, value, lower, upper, "above", how)
+    if value < lower:
+        return DualCheck(True, lower - value, value, lower, upper, "below", how)
+    return DualCheck(False, 0 if isinstance(value, Fraction) else 0.0, value, lower, upper,
+                     "inside", how)
+
+
+def _check_exact(Wu: Obj, Wd: Obj, A: Obj, Y: Obj) -> DualCheck:
+    Nu, Du = _integers(Wu)
+    Nd, Dd = _integers(Wd)
+    Na, Da = _integers(A)
+    Ny, Dy = _integers(Y)
+    P = Nd.T @ Ny  # n×d: row i is a_iᵀ Y, scaled by Dd·Dy
+    c = (P * Nu).sum(axis=1)  # c_i scaled by Dd·Dy·Du
+    scale = Dd * Dy * Du
+    lower = Fraction(sum(int(v) for v in c if v < 0), scale)
+    upper = Fraction(sum(int(v) for v in c if v > 0), scale)
+    value = Fraction(-int((Na * Ny).sum()), Da * Dy)
+    return _decide(value, lower, upper, EXACT_HOW)
+
+
+def _gamma(m: int) -> float:
+    return m * _U / (1.0 - m * _U)
+
+
+def _check_float(Wu: NDArray[np.float64], Wd: NDArray[np.float64], A: NDArray[np.float64],
+                 Y: NDArray[np.float64]) -> DualCheck:
+    d, n = Wd.shape
+    # every bound below is a sum of nonnegative terms computed in float64; a computed sum of
+    # m such terms is at most (1 + γ_m) below the true one, hence the 1.01 inflation (d, n ≪ 2⁴⁵)
+    P = Wd.T @ Y
+    Q = np.abs(Wd.T) @ np.abs(Y)
+    c = np.einsum("ik,ik->i", P, Wu)
+    err = 1.01 * _gamma(d + 1) * np.einsum("ik,ik->i", np.abs(P) + Q, np.abs(Wu)) + _TINY
+    m = n + 1
+    upper = 1.01 * (1.0 + _gamma(m)) * float(np.sum(np.maximum(c, 0.0) + err)) + m * _TINY
+    lower = -1.01 * (1.0 + _gamma(m)) * float(np.sum(np.maximum(-c, 0.0) + err)) - m * _TINY
+    value = -float(np.sum(A * Y))
+    v_err = 1.01 * _gamma(d * d + 1) * float(np.sum(np.abs(A * Y))) + _TINY
+    # enclosures: true value ∈ [value − v_err, value + v_err], true interval ⊆ [lower, upper];
+    # the two subtractions below round at most twice, each by u times their operands
+    slack = 4 * _U * (abs(value) + v_err + abs(upper) + abs(lower)) + _TINY
+    above = ((value - v_err) - upper) - slack
+    below = (lower - (value + v_err)) - slack
+    if above > 0:
+        return DualCheck(True, above, value, lower, upper, "above", FLOAT_HOW)
+    if below > 0:
+        return DualCheck(True, below, value, lower, upper, "below", FLOAT_HOW)
+    return DualCheck(False, 0.0, value, lower, upper, "inside", FLOAT_HOW)
+
+
+def _all_float(*ms: Any) -> bool:
+    return all(isinstance(m, np.ndarray) and m.dtype.kind == "f" for m in ms)
+
+
+def check_dual(W_up: Any, W_down: Any, Y: Any, A: Any = None, *,
+               exact: bool | None = None) -> DualCheck:
+    """Check the dual certificate Y for (W_up, W_down, A) (A = I when None).
+
+    ``exact=None`` decides exactly when n·d² ≤ EXACT_OPS or any input is not a float array,
+    else with the proven float64 bound; ``exact=True`` forces exact arithmetic.
+    """
+    d = np.shape(W_down)[0]
+    A_in = np.eye(d) if A is None else A
+    n = np.shape(W_up)[0]
+    if np.shape(W_up) != (n, d) or np.shape(W_down) != (d, n) or np.shape(A_in) != (d, d) \
+            or np.shape(Y) != (d, d):
+        raise ValueError("shapes must be W_up (n, d), W_down (d, n), A and Y (d, d)")
+    floats = _all_float(W_up, W_down, A_in, Y)
+    if exact is None:
+        exact = not floats or n * d * d <= EXACT_OPS
+    if not exact:
+        arrays = [np.asarray(m, dtype=np.float64) for m in (W_up, W_down, A_in, Y)]
+        if not all(np.all(np.isfinite(a)) for a in arrays):
+            raise ValueError("entries must be finite")
+        return _check_float(*arrays)
+    return _check_exact(parse_matrix(W_up), parse_matrix(W_down), parse_matrix(A_in),
+                        parse_matrix(Y))
+
+
+def check_index_set(W_up: Any, W_down: Any, S: Any, A: Any = None) -> bool:
+    """Whether W_down[:,S] W_up[S,:] = −A holds exactly for the stored values."""
+    d = np.shape(W_down)[0]
+    idx = [int(i) for i in S]
+    n = np.shape(W_up)[0]
+    if len(set(idx)) != len(idx) or any(not 0 <= i < n for i in idx):
+        raise ValueError(f"S must hold distinct indices in [0, {n})")
+    Wu, Wd = parse_matrix(W_up), parse_matrix(W_down)
+    A_q = parse_matrix(np.eye(d, dtype=int) if A is None else A)
+    if not idx:
+        return bool(np.all(A_q == 0))
+    Nu, Du = _integers(Wu[idx, :])
+    Nd, Dd = _integers(Wd[:, idx])
+    Na, Da = _integers(A_q)
+    # Nd Nu / (Dd Du) = −Na / Da  ⟺  Da·(Nd Nu) = −(Dd Du)·Na
+    return bool(np.all(Da * (Nd @ Nu) == -(Dd * Du) * Na))
