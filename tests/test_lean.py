@@ -542,3 +542,105 @@ def test_cli_audit_with_exercise_sorry_exits_0(tmp_path: Path) -> None:
     res = run_subprocess(["audit", "--root", str(tmp_path)])
     assert res.code == 0, res.err
     assert "exercise (does not fail the audit): sorry AbsorbExercises/Sheet1.lean:2" in res.out
+
+
+# --------------------------------------------------------------------------- LeanDojo backend
+
+
+def test_verify_dojo_without_the_extra_or_toolchain_exits_3_with_json() -> None:
+    from tests.conftest import run_subprocess
+
+    from absorb.lean.dojo import DOJO_HINT, dojo_installed
+
+    if dojo_installed() and lean.find_lake() is not None:
+        pytest.skip("LeanDojo and a toolchain are installed: the real run is tested below")
+    res = run_subprocess(["verify", "--backend", "dojo", "--root", str(REPO), "--json"])
+    assert res.code == 3, res.err
+    obj = json.loads(res.out)
+    expected = DOJO_HINT if not dojo_installed() else "no Lean toolchain"
+    assert obj["ok"] is False and expected in obj["error"]
+    assert res.err.strip() == f"error: {obj['error']}"
+
+
+def test_dojo_out_needs_the_dojo_backend(tmp_path: Path) -> None:
+    from absorb.cli import main
+
+    assert main(["verify", "--root", str(REPO), "--dojo-out", str(tmp_path / "w")]) == 2
+    assert not (tmp_path / "w").exists()
+
+
+def test_dojo_completeness_reads_code_not_comments() -> None:
+    from absorb.lean.dojo import declaration_status
+
+    assert declaration_status("theorem t : True := by\n  trivial -- not sorry\n", "f") == (
+        "complete")
+    assert declaration_status("theorem t : True := by\n  sorry\n", "f") == "sorry"
+    assert declaration_status('theorem t : True := by\n  simp [show "admit" = _]\n', "f") == (
+        "complete")
+    assert declaration_status("theorem t : 2 = 2 := by native_decide\n", "f") == "native_decide"
+
+
+def _traced_like_leandojo(root: Path) -> dict[str, object]:
+    """What the child process records, built from the static audit of ``root``: each manifest
+    theorem's source range (its line to the line before the next declaration) and no steps."""
+    report = lean.audit(root)
+    records: dict[str, object] = {}
+    for t in report["theorems"]:  # type: ignore[union-attr]
+        for d in t["declarations"]:  # type: ignore[index]
+            if d["status"] != "present" or d["kind"] != "theorem":
+                continue
+            source = (root / d["file"]).read_text(encoding="utf-8").splitlines()
+            starts = sorted(x.line for x in lean.scan_lean("\n".join(source), d["file"])
+                            .declarations if x.line > d["line"])
+            end = (starts[0] - 1) if starts else len(source)
+            records[d["name"]] = {"file": d["file"], "start": [d["line"], 1],
+                                  "end": [end, 1], "tactic_proof": None, "steps": []}
+    return records
+
+
+def test_dojo_records_and_walkthrough_export(tmp_path: Path) -> None:
+    from absorb.lean.dojo import export_walkthroughs, theorem_record
+
+    lines = []
+    for name in lean_declarations():
+        ns, short = name.rsplit(".", 1)
+        lines += [f"namespace {ns}", f"theorem {short} : True := by", "  trivial", f"end {ns}"]
+    lines[2] = "  sorry"  # the first manifest declaration's proof is left open
+    _write_library(tmp_path, {"All": "\n".join(lines) + "\n"}, ["All"])
+    traced = _traced_like_leandojo(tmp_path)
+    first = lean_declarations()[0]
+    step = {"index": 0, "tactic": "sorry", "state_before": "⊢ True", "state_after": "no goals",
+            "start": [3, 3], "end": [3, 8]}
+    traced[first]["steps"] = [step]  # type: ignore[index]
+    records = [theorem_record(thm, traced, tmp_path, {}) for thm in THEOREMS]
+    status = {r["id"]: r["status"] for r in records}
+    owner = next(t.id for t in THEOREMS if first in t.lean)
+    assert status[owner] == "sorry"
+    assert {s for tid, s in status.items() if tid != owner} <= {"complete", "not_formalized"}
+    # LeanDojo traces theorems only: a manifest `def` it lacks is untraced, a theorem missing.
+    without = {k: v for k, v in traced.items() if k != first}
+    thm = next(t for t in THEOREMS if t.id == owner)
+    assert theorem_record(thm, without, tmp_path, {first: "def"})["status"] in (
+        "untraced", "complete")
+    assert theorem_record(thm, without, tmp_path, {first: "theorem"})["status"] == "missing"
+    written = export_walkthroughs(records, tmp_path / "walk")
+    assert sorted(written) == sorted(f"{t.id}.json" for t in THEOREMS if t.lean)
+    doc = json.loads((tmp_path / "walk" / f"{owner}.json").read_text(encoding="utf-8"))
+    assert doc["status"] == "sorry"
+    assert doc["declarations"][0]["steps"] == [step]
+    # A failed trace: every formalized theorem is an error, nothing counts as complete.
+    failed = {theorem_record(thm, None, tmp_path, {})["status"] for thm in THEOREMS if thm.lean}
+    assert failed == {"error"}
+
+
+@pytest.mark.lean
+@pytest.mark.skipif(lean.find_lake() is None, reason="no Lean toolchain (lake) installed")
+def test_verify_dojo_with_real_toolchain(tmp_path: Path) -> None:
+    from absorb.lean.dojo import dojo_installed, verify_dojo
+
+    if not dojo_installed():
+        pytest.skip("LeanDojo (absorb[dojo]) is not installed")
+    result = verify_dojo(REPO, out=tmp_path / "walk")
+    assert [t["id"] for t in result["theorems"]] == list(THEOREM_IDS)  # type: ignore[union-attr,index]
+    if result["trace"]["ok"]:  # type: ignore[index]
+        assert result["exported"], result

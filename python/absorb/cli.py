@@ -287,9 +287,14 @@ def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
 
 def cmd_verify(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.lean import verify
+    from absorb.lean import verify, verify_dojo
 
-    res = verify(_root(args.root), timeout=args.timeout)
+    if args.backend == "dojo":
+        res = verify_dojo(_root(args.root), timeout=args.timeout, out=args.dojo_out)
+    elif args.dojo_out is not None:
+        raise AbsorbError("--dojo-out needs --backend dojo")
+    else:
+        res = verify(_root(args.root), timeout=args.timeout)
     return res, _status_lines(res)
 
 
@@ -365,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="repository root (default: found from the CWD)")
     p.add_argument("--timeout", type=_positive(float), default=3600.0,
                    help="seconds allowed for each toolchain command")
+    p.add_argument("--backend", choices=("lake", "dojo"), default="lake",
+                   help="lake: build and #print axioms; dojo: trace with LeanDojo (extra "
+                   "absorb[dojo]) and check every manifest proof tactic by tactic")
+    p.add_argument("--dojo-out", type=Path, metavar="DIR",
+                   help="with --backend dojo: write each theorem's tactic-by-tactic goal "
+                   "states to DIR/<id>.json")
     p = command("report", cmd_report, "write the cross-validation report")
     p.add_argument("--out", required=True,
                    help="output directory (a previous report there is replaced file by file)")

@@ -29,6 +29,7 @@ from absorb.lean.audit import (
     parse_lakefile_toml,
 )
 from absorb.lean.checker import checker_agrees, python_checker_cases, run_checker
+from absorb.lean.dojo import verify_dojo
 from absorb.lean.output import (
     NATIVE_AXIOMS,
     STANDARD_AXIOMS,
@@ -80,4 +81,5 @@ __all__ = [
     "strip_comments_and_strings",
     "theorem_statuses",
     "verify",
+    "verify_dojo",
 ]

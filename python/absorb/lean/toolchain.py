@@ -7,7 +7,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,9 +62,15 @@ def _kill_group(proc: subprocess.Popen[str], grace: float) -> None:
 
 
 def run_process(
-    command: Sequence[str], cwd: Path, timeout: float, *, grace: float = 5.0
+    command: Sequence[str],
+    cwd: Path,
+    timeout: float,
+    *,
+    grace: float = 5.0,
+    env: Mapping[str, str] | None = None,
 ) -> ProcessResult:
-    """Run ``command`` in its own process group (session) with a timeout.
+    """Run ``command`` in its own process group (session) with a timeout (``env``: the
+    child's environment, default this process's).
 
     On timeout the whole group gets SIGTERM, then SIGKILL after ``grace`` seconds, and the
     result says ``timed_out``; on KeyboardInterrupt the group is killed the same way and the
@@ -81,6 +87,7 @@ def run_process(
             text=True,
             errors="replace",
             start_new_session=True,
+            env=None if env is None else dict(env),
         )
     except FileNotFoundError:
         raise ToolMissing(f"{command[0]}: not found; {INSTALL_HINT}") from None
