@@ -20,3 +20,9 @@ target: linking it compiles the native code of every Mathlib module it imports, 
 on a first build; `lake exe absorb-check` builds it on demand. -/
 lean_exe «absorb-check» where
   root := `AbsorbCheck
+
+/-- Course exercises (`sorry` for students to fill). Not a default target: `lake build` never
+builds them and `absorb audit` reports their `sorry`s as exercises, not as library findings.
+Build them with `lake build AbsorbExercises`. -/
+lean_lib AbsorbExercises where
+  roots := #[`AbsorbExercises]
