@@ -1,7 +1,9 @@
 """absorb benchmarks: every figure next to its comparison, measured in one run.
 
-    python benchmarks/run.py            # full run, writes benchmarks/results.md
-    python benchmarks/run.py --quick    # smaller sizes (a minute or so)
+    python benchmarks/run.py                    # full run: tables on stdout, markdown in $TMPDIR
+    python benchmarks/run.py --quick            # smaller sizes (a minute or so)
+    python benchmarks/run.py --out FILE.md      # the markdown where you want it
+    python benchmarks/run.py --update-results   # replace the committed benchmarks/results.md
 
 1. exact index-set search: time against n, meet-in-the-middle and HiGHS milp against brute
    force over all 2^n subsets (where brute force is feasible), planted and generic instances;
@@ -22,6 +24,7 @@ import os
 import platform
 import resource
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -35,9 +38,13 @@ import numpy as np
 from absorb.activations import get_activation
 from absorb.blocks import random_block
 from absorb.certificates import brute_force_index_set, find_index_set, relaxation
+from absorb.files import write_atomic
 from absorb.search import DERIVATIVES, AdamFit
 
 HERE = Path(__file__).resolve().parent
+#: The committed results; rewritten only with --update-results.
+RESULTS = HERE / "results.md"
+TITLE = "# absorb benchmarks"
 
 
 def best_time(fn: Callable[[], object], repeats: int = 3, inner: int = 1) -> float:
@@ -418,22 +425,58 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--torch-worker", help=argparse.SUPPRESS)
-    ap.add_argument(
-        "--out",
-        type=Path,
-        default=HERE / "results.md",
-        help="markdown results file (default: benchmarks/results.md)",
-    )
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help="markdown results file (default: a new file "
+                       "under the system temp dir, its path printed on stderr)")
+    where.add_argument("--update-results", action="store_true",
+                       help=f"write the committed {RESULTS.relative_to(HERE.parent)} "
+                       "(only on an idle machine)")
     args = ap.parse_args(argv)
     if args.torch_worker:
         torch_worker(args.torch_worker)
         return 0
+    try:
+        out = results_path(args.out, update=args.update_results, quick=args.quick)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return run(args.quick, out)
+    except KeyboardInterrupt:
+        print("interrupted; no results written", file=sys.stderr)
+        return 130
+
+
+def results_path(out: Path | None, *, update: bool, quick: bool) -> Path:
+    """Where the markdown goes, checked before anything is measured: ``--update-results``
+    is the only way to the committed file; ``--out`` must not be a folder nor a file other
+    than an earlier benchmark result; by default a fresh file under the system temp dir."""
+    if update:
+        return RESULTS
+    if out is None:
+        folder = Path(tempfile.gettempdir()) / "absorb-benchmarks"
+        folder.mkdir(exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        return folder / f"results-{stamp}{'-quick' if quick else ''}.md"
+    if out.resolve() == RESULTS.resolve():
+        raise ValueError(f"{out} is the committed results file; use --update-results")
+    if out.is_dir():
+        raise ValueError(f"{out} is a directory, not a file")
+    if not out.parent.is_dir():
+        raise ValueError(f"{out.parent}: no such directory")
+    if out.exists() and not out.read_text(errors="replace").startswith(TITLE):
+        raise ValueError(f"{out} exists and is not a benchmark result; choose another --out")
+    return out
+
+
+def run(quick: bool, out: Path) -> int:
+    """Measure every section, print the tables, write the markdown to ``out`` atomically."""
     env = environment()
     print("\n".join(env), flush=True)
     sections = []
     t_start = time.perf_counter()
     for fn in (bench_index_set, bench_relaxation, bench_fit, bench_report):
-        table, peak = traced(partial(fn, args.quick))
+        table, peak = traced(partial(fn, quick))
         table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
         print("\n" + table.text(), flush=True)
         sections.append(table)
@@ -445,18 +488,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("\n" + summary)
     md = [
-        "# absorb benchmarks",
+        TITLE,
         "",
-        f"Measured by `python benchmarks/run.py{' --quick' if args.quick else ''}` on "
+        f"Measured by `python benchmarks/run.py{' --quick' if quick else ''}` on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
     ]
     md += [f"- {line}" for line in env] + [f"- {summary}", ""]
     md += [t.markdown() for t in sections]
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text("\n".join(md))
-    tmp.replace(args.out)
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_atomic(out, "\n".join(md))
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
