@@ -16,7 +16,7 @@ from safetensors.numpy import save
 from tests.conftest import run_subprocess
 
 from absorb.activations import get_activation
-from absorb.checkpoint import inspect_checkpoint
+from absorb.checkpoints import inspect_checkpoint
 from absorb.errors import AbsorbError
 from absorb.weights import load_block
 
@@ -59,7 +59,7 @@ def _load(path: Path) -> None:
     try:
         if path.suffix == ".safetensors":
             inspect_checkpoint(path, up="l.{i}.up.weight", down="l.{i}.down.weight",
-                               activation=RELU)
+                               activation=RELU.name)
         else:
             load_block(path, RELU)
     except AbsorbError as exc:
@@ -99,7 +99,7 @@ def test_the_valid_seeds_are_accepted(tmp_path: Path) -> None:
     path = tmp_path / "w.safetensors"
     path.write_bytes(_valid_safetensors())
     report = inspect_checkpoint(path, up="l.{i}.up.weight", down="l.{i}.down.weight",
-                                activation=RELU)
+                                activation=RELU.name)
     assert len(report["layers"]) == 1  # type: ignore[arg-type]
 
 

@@ -1,0 +1,298 @@
+"""Which layers a checkpoint holds, in which layout, with which activation.
+
+Detection reads tensor names (the table of ``architectures``), shapes (from the file
+headers) and ``config.json`` (``model_type``, the activation, the model dimension d).
+The weight orientation is checked against d from ``config.json``, else against the bias
+shapes (b_up has n entries, b_down d), and is never swapped silently: a layout that does not
+fit the shapes, or names that fit layouts the evidence cannot tell apart, is an AbsorbError
+naming what was found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from absorb.activations import Activation, get_activation
+from absorb.checkpoints.architectures import (
+    ARCHITECTURES,
+    LAYER,
+    Architecture,
+    Layout,
+    Stack,
+    catalog_activation,
+    get_architecture,
+    model_dimension,
+)
+from absorb.checkpoints.reading import Checkpoint
+from absorb.errors import AbsorbError
+
+LAYOUT_TEXT = {"linear": "nn.Linear (weight is out x in)",
+               "conv1d": "Conv1D (weight is in x out)"}
+
+
+def _regex(pattern: str, anchored: bool) -> re.Pattern[str]:
+    body = re.escape(pattern).replace(re.escape(LAYER), r"(?P<i>\d+)")
+    return re.compile(("" if anchored else r"(?P<prefix>(?:.+\.)?)") + body)
+
+
+def bias_key(weight_key: str) -> str | None:
+    """``….bias`` beside a ``….weight`` key (None for other names)."""
+    return weight_key[: -len("weight")] + "bias" if weight_key.endswith(".weight") else None
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stack found in a checkpoint: the key prefix before the patterns and its layers."""
+
+    stack: Stack
+    prefix: str
+    layers: tuple[int, ...]
+
+    def keys(self, layer: int) -> dict[str, str]:
+        return {role: self.prefix + p.replace(LAYER, str(layer))
+                for role, p in self.stack.patterns().items()}
+
+    def label(self, layer: int) -> str:
+        return str(layer) if self.stack.name is None else f"{self.stack.name}.{layer}"
+
+
+def find_stack(keys: Iterable[str], stack: Stack, *, anchored: bool) -> Match | None:
+    """The layers of ``stack`` present in ``keys``; None when its up weight matches nothing.
+
+    Every role must be present for the same layers, under one prefix (AbsorbError otherwise).
+    """
+    found: dict[str, dict[str, set[int]]] = {}
+    for role, pattern in stack.patterns().items():
+        rx = _regex(pattern, anchored)
+        by_prefix: dict[str, set[int]] = {}
+        for key in keys:
+            if (m := rx.fullmatch(key)) is not None:
+                by_prefix.setdefault(m.groupdict().get("prefix") or "", set()).add(int(m["i"]))
+        found[role] = by_prefix
+    if not found["up"]:
+        return None
+    if len(found["up"]) > 1:
+        raise AbsorbError(f"tensors matching {stack.up!r} under several prefixes "
+                          f"({', '.join(repr(p) for p in sorted(found['up']))}); pass --up/--down "
+                          "with full names")
+    ((prefix, layers),) = found["up"].items()
+    for role, by_prefix in found.items():
+        missing = layers - by_prefix.get(prefix, set())
+        if missing:
+            pattern = prefix + stack.patterns()[role]
+            raise AbsorbError(f"layer {min(missing)}: no tensor matches the {role} pattern "
+                              f"{pattern!r}")
+        extra = by_prefix.get(prefix, set()) - layers
+        if extra:
+            raise AbsorbError(f"layer {min(extra)}: no tensor matches the up pattern "
+                              f"{prefix + stack.up!r}")
+    return Match(stack, prefix, tuple(sorted(layers)))
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One layer's tensor keys (weights and the biases present), d and n, and stored dtype."""
+
+    label: str
+    layer: int
+    stack: str | None
+    keys: dict[str, str]
+    d: int
+    n: int
+    dtype: str
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) or "scalar"
+
+
+def layer_spec(ckpt: Checkpoint, match: Match, layer: int, layout: Layout,
+               dim: tuple[int, str] | None) -> LayerSpec:
+    """Keys, d and n of one layer, its orientation checked (from the headers only)."""
+    keys = match.keys(layer)
+    where = f"layer {match.label(layer)}"
+    info = {role: ckpt.info(k) for role, k in keys.items()}
+    shapes = {role: s for role, (_, s) in info.items()}
+    for role, shape in shapes.items():
+        if len(shape) != 2:
+            raise AbsorbError(f"{where}: {keys[role]} has shape {_shape_text(shape)}, "
+                              "expected a matrix")
+    up = shapes["up"]
+    n, d = up if layout == "linear" else up[::-1]
+    if shapes["down"] != up[::-1]:
+        raise AbsorbError(f"{where}: {keys['up']} is {_shape_text(up)} and {keys['down']} is "
+                          f"{_shape_text(shapes['down'])}; the down weight must be the up "
+                          "weight's shape transposed")
+    if "gate" in shapes and shapes["gate"] != up:
+        raise AbsorbError(f"{where}: {keys['gate']} is {_shape_text(shapes['gate'])}, the up "
+                          f"weight {_shape_text(up)}; they must agree")
+    biases = {f"{role}_bias": b for role, k in keys.items()
+              if (b := bias_key(k)) is not None and b in ckpt.keys}
+    if "gate_bias" in biases:
+        raise AbsorbError(f"{biases['gate_bias']}: a gate bias is not supported "
+                          "(g(W_gate x + c))")
+    as_layout = f"as {LAYOUT_TEXT[layout]}, {keys['up']} ({_shape_text(up)}) gives d = {d}"
+    if dim is not None and dim[0] != d:
+        flip = " (the transposed layout would fit: pass the right --arch)" if n == dim[0] else ""
+        raise AbsorbError(f"{where}: {as_layout}, but config.json {dim[1]} = {dim[0]}{flip}")
+    for role, size in (("up_bias", n), ("down_bias", d)):
+        if role in biases and ckpt.info(biases[role])[1] != (size,):
+            got = _shape_text(ckpt.info(biases[role])[1])
+            raise AbsorbError(f"{where}: {as_layout} and n = {n}, but {biases[role]} has shape "
+                              f"{got}, expected {size}")
+    dtypes = sorted({dt for dt, _ in info.values()})
+    return LayerSpec(match.label(layer), layer, match.stack.name, {**keys, **biases}, d, n,
+                     "/".join(dtypes))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``inspect`` will read: layout, activation, the stacks found, and why."""
+
+    architecture: Architecture | None
+    candidates: tuple[str, ...]
+    layout: Layout
+    activation: Activation
+    activation_source: str
+    activation_note: str | None
+    matches: tuple[Match, ...]
+    dim: tuple[int, str] | None
+    detected_from: str
+    orientation_checked: str
+
+    def specs(self, ckpt: Checkpoint) -> Iterable[LayerSpec]:
+        for match in self.matches:
+            for layer in match.layers:
+                yield layer_spec(ckpt, match, layer, self.layout, self.dim)
+
+    def to_json(self) -> dict[str, object]:
+        return {"architecture": None if self.architecture is None
+                else self.architecture.to_json(),
+                "candidates": list(self.candidates), "layout": self.layout,
+                "activation": self.activation.name, "activation_source": self.activation_source,
+                "activation_note": self.activation_note,
+                "model_dimension": None if self.dim is None
+                else {"d": self.dim[0], "source": f"config.json {self.dim[1]}"},
+                "detected_from": self.detected_from,
+                "orientation_checked": self.orientation_checked,
+                "patterns": [{"stack": m.stack.name, "prefix": m.prefix,
+                              **{r: m.prefix + p for r, p in m.stack.patterns().items()},
+                              "layers": list(m.layers)} for m in self.matches]}
+
+
+def _matches(keys: frozenset[str], arch: Architecture) -> tuple[Match, ...]:
+    return tuple(m for s in arch.stacks if (m := find_stack(keys, s, anchored=False)) is not None)
+
+
+def _orientation_evidence(ckpt: Checkpoint, plan_dim: tuple[int, str] | None,
+                          first: Match) -> str:
+    keys = first.keys(first.layers[0])
+    if plan_dim is not None:
+        return f"against config.json {plan_dim[1]} = {plan_dim[0]}"
+    if any((b := bias_key(k)) is not None and b in ckpt.keys for k in keys.values()):
+        return "against the bias shapes"
+    return "not checked: no config.json dimension and no biases (the architecture's layout)"
+
+
+def _fits(ckpt: Checkpoint, arch: Architecture, matches: tuple[Match, ...],
+          dim: tuple[int, str] | None) -> bool:
+    """Does the first layer's shape evidence (d, biases) allow ``arch``'s layout?"""
+    try:
+        layer_spec(ckpt, matches[0], matches[0].layers[0], arch.layout, dim)
+    except AbsorbError:
+        return False
+    return True
+
+
+def _resolve_activation(arch: Architecture | None, config: Mapping[str, Any] | None,
+                        override: str | None) -> tuple[Activation, str, str | None]:
+    if override is not None:
+        act = get_activation(override)
+        if arch is not None and act.gated != arch.gated:
+            raise AbsorbError(f"--activation {override} is {'' if act.gated else 'not '}gated "
+                              f"but the {arch.name} MLP is {'' if arch.gated else 'not '}gated")
+        return act, "--activation", None
+    assert arch is not None  # explicit patterns always come with --activation (the CLI checks)
+    resolved = catalog_activation(arch, config)
+    return get_activation(resolved.name), resolved.source, resolved.note
+
+
+def _kind(arch: Architecture, config: Mapping[str, Any] | None) -> tuple[Layout, str]:
+    """(layout, catalog activation) of an architecture under this config."""
+    try:
+        return arch.layout, catalog_activation(arch, config).name
+    except AbsorbError:
+        return arch.layout, "unsupported activation"
+
+
+def _describe(arch: Architecture, config: Mapping[str, Any] | None) -> str:
+    layout, act = _kind(arch, config)
+    return f"{arch.name} ({arch.family}: {layout}, {act})"
+
+
+def detect(ckpt: Checkpoint, *, arch: str | None = None,
+           activation: str | None = None) -> Plan:
+    """The plan for a checkpoint: ``arch`` (a table name) overrides detection."""
+    config = ckpt.config
+    model_type = (config or {}).get("model_type")
+    dim = model_dimension(config)
+    if arch is not None:
+        chosen = get_architecture(arch)
+        matches = _matches(ckpt.keys, chosen)
+        if not matches:
+            raise AbsorbError(f"--arch {arch}: no tensor matches {chosen.stacks[0].up!r}")
+        candidates, source = [chosen], f"--arch {arch}"
+    else:
+        found = [(a, m) for a in ARCHITECTURES if (m := _matches(ckpt.keys, a))]
+        if not found:
+            sample = ", ".join(sorted(ckpt.keys)[:4])
+            raise AbsorbError(f"unknown layout: no known MLP tensor names (model_type "
+                              f"{model_type!r}; tensors like {sample}); pass --arch NAME or "
+                              "--up/--down [--gate] --activation")
+        by_type = [(a, m) for a, m in found if model_type in a.model_types]
+        if by_type:
+            found, source = by_type, f"tensor names and config.json model_type {model_type!r}"
+        elif any(model_type in a.model_types for a in ARCHITECTURES):
+            raise AbsorbError(f"config.json says model_type {model_type!r}, but the tensor names "
+                              f"fit {', '.join(a.name for a, _ in found)}; pass --arch NAME")
+        else:
+            source = "tensor names" + ("" if config is None else
+                                       f" (config.json model_type {model_type!r} is not in the "
+                                       "table)")
+        fitting = [(a, m) for a, m in found if _fits(ckpt, a, m, dim)] if len(found) > 1 else found
+        if not fitting:  # every candidate's layout contradicts the shapes: show why
+            layer_spec(ckpt, found[0][1][0], found[0][1][0].layers[0], found[0][0].layout, dim)
+        if len({_kind(a, config) for a, _ in fitting}) > 1:
+            raise AbsorbError(
+                "ambiguous layout: the tensor names fit "
+                + " and ".join(_describe(a, config) for a, _ in fitting)
+                + f" ({fitting[0][1][0].prefix + fitting[0][0].stacks[0].up}), and the shapes "
+                "and config.json do not tell them apart; add the model's config.json beside "
+                "the weights or pass --arch NAME")
+        chosen, matches = fitting[0]
+        candidates = [a for a, _ in fitting]
+    act, act_source, note = _resolve_activation(chosen, config, activation)
+    return Plan(chosen, tuple(a.name for a in candidates), chosen.layout, act, act_source, note,
+                matches, dim, source, _orientation_evidence(ckpt, dim, matches[0]))
+
+
+def explicit_plan(ckpt: Checkpoint, *, up: str, down: str, gate: str | None,
+                  activation: str) -> Plan:
+    """The plan for ``--up/--down [--gate] --activation`` (full key patterns, nn.Linear)."""
+    for pattern in (up, down, gate):
+        if pattern is not None and pattern.count(LAYER) != 1:
+            raise AbsorbError(f"pattern {pattern!r} must contain {LAYER} exactly once")
+    act = get_activation(activation)
+    if act.gated != (gate is not None):
+        need = "needs --gate" if act.gated else "takes no --gate"
+        raise AbsorbError(f"activation {act.name} {need}")
+    stack = Stack(None, up, down, gate)
+    match = find_stack(ckpt.keys, stack, anchored=True)
+    if match is None:
+        raise AbsorbError(f"no tensor matches the pattern {up!r}")
+    dim = model_dimension(ckpt.config)
+    return Plan(None, (), "linear", act, "--activation", None, (match,), dim,
+                "--up/--down patterns", _orientation_evidence(ckpt, dim, match))
