@@ -24,6 +24,7 @@ THEOREM_IDS: tuple[str, ...] = (
     "linearization",
     "depth_degree",
     "depth_linearization",
+    "depth_narrow",
     "odd_part",
     "index_set_sufficient",
     "index_set_necessary",

@@ -22,6 +22,7 @@ import numpy as np
 from absorb.errors import AbsorbError
 from absorb.experiments.base import STATUSES, Experiment, ExperimentResult
 from absorb.experiments.controls import EXPERIMENTS_CONTROLS
+from absorb.experiments.deep import EXPERIMENTS_DEEP
 from absorb.experiments.index_sets import EXPERIMENTS_INDEX_SETS
 from absorb.experiments.scaling import EXPERIMENTS_SCALING
 from absorb.manifest import THEOREMS
@@ -33,7 +34,7 @@ __all__ = ["EXPERIMENTS", "POSITIVE_CONTROLS", "STATUSES", "Experiment", "Experi
 #: adds its tuple here.
 EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType({
     fn.__name__: fn for fn in (*EXPERIMENTS_SCALING, *EXPERIMENTS_INDEX_SETS,
-                               *EXPERIMENTS_CONTROLS)
+                               *EXPERIMENTS_CONTROLS, *EXPERIMENTS_DEEP)
 })
 
 #: Negative results (the search found nothing, no index set, fraction 0) and the experiment of

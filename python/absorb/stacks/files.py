@@ -1,0 +1,141 @@
+"""Stack weights files: every bad-input rule of single blocks, applied layer by layer.
+
+* ``.json``: ``{"layers": [block, block, …]}``, each block an object in the single-block format
+  (``W_up``, ``W_down``, optional ``b_up``, ``b_down``, ``A_skip``; numbers or ``"p/q"``). The
+  file is read in exact arithmetic when some entry anywhere is a string rational or every entry
+  is an integer (the single-block rule, over the whole file): then every layer carries its
+  rational originals.
+* ``.npz``: the single-block keys suffixed by the layer index, ``W_up_0``, ``W_down_0``,
+  ``W_up_1``, …; layers 0..L−1 without gaps, each with ``W_up_l`` and ``W_down_l``.
+
+All layers share the model dimension d; widths may differ.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+from absorb.activations import Activation
+from absorb.blocks import Block
+from absorb.errors import AbsorbError
+from absorb.weights import (
+    KEYS,
+    REQUIRED,
+    block_from_arrays,
+    checked_path,
+    json_arrays,
+    json_is_exact,
+    parse_json_block,
+    read_json_data,
+    read_npz,
+)
+
+#: Stacks deeper than this are refused (every layer is decided separately).
+MAX_LAYERS = 1024
+_SUFFIXED = re.compile(r"^(?P<key>" + "|".join(KEYS) + r")_(?P<layer>0|[1-9][0-9]*)$")
+
+
+def is_stack_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a stack: a JSON object with ``layers``, or an ``.npz`` whose
+    arrays carry layer suffixes. Unreadable files are not stacks (the block reader reports)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    try:
+        checked_path(p)
+        if suffix == ".json":
+            data = read_json_data(p)
+            return isinstance(data, dict) and "layers" in data
+        with zipfile.ZipFile(p) as archive:
+            names = [m.removesuffix(".npy") for m in archive.namelist()]
+        return any(_SUFFIXED.match(name) for name in names)
+    except (AbsorbError, OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
+def _layer_count(path: Path, names: set[str]) -> int:
+    layers: set[int] = set()
+    for name in names:
+        m = _SUFFIXED.match(name)
+        if m is None:
+            raise AbsorbError(f"{path}: unexpected key {name} in a stack file (allowed: "
+                              f"{', '.join(KEYS)} suffixed by the layer index, e.g. W_up_0)")
+        layers.add(int(m["layer"]))
+    count = max(layers) + 1 if layers else 0
+    if count == 0:
+        raise AbsorbError(f"{path}: a stack file needs at least one layer")
+    if count > MAX_LAYERS:
+        raise AbsorbError(f"{path}: {count} layers, more than the limit {MAX_LAYERS}")
+    missing = [f"{k}_{ell}" for ell in range(count) for k in REQUIRED if f"{k}_{ell}" not in names]
+    if missing:
+        raise AbsorbError(f"{path}: missing keys {', '.join(missing[:6])}"
+                          + (" …" if len(missing) > 6 else ""))
+    return count
+
+
+def _check_stack_keys(path: Path, keys: object) -> None:
+    _layer_count(path, set(keys))  # type: ignore[call-overload]
+
+
+def _with_layer(ell: int, exc: AbsorbError) -> AbsorbError:
+    return AbsorbError(f"layer {ell}: {exc}")
+
+
+def _same_dimension(blocks: list[Block]) -> list[Block]:
+    d = blocks[0].d
+    for ell, block in enumerate(blocks):
+        if block.d != d:
+            raise AbsorbError(f"layer {ell}: model dimension {block.d} differs from layer 0's "
+                              f"{d} (W_up is n x d in every layer, with the same d)")
+    return blocks
+
+
+def _load_json(path: Path, activation: Activation) -> list[Block]:
+    data = read_json_data(path)
+    if not isinstance(data, dict) or set(data) != {"layers"}:
+        raise AbsorbError(f"{path}: a stack file is a JSON object with the single key "
+                          "\"layers\"")
+    layers = data["layers"]
+    if not isinstance(layers, list) or not layers:
+        raise AbsorbError(f"{path}: \"layers\" must be a non-empty list of blocks")
+    if len(layers) > MAX_LAYERS:
+        raise AbsorbError(f"{path}: {len(layers)} layers, more than the limit {MAX_LAYERS}")
+    parsed = []
+    for ell, layer in enumerate(layers):
+        where = f"{path}: layer {ell}"
+        try:
+            parsed.append(parse_json_block(layer, where))
+        except AbsorbError as exc:
+            raise (exc if str(exc).startswith(where) else _with_layer(ell, exc)) from None
+    exact = json_is_exact(parsed)
+    blocks = []
+    for ell, p in enumerate(parsed):
+        try:
+            blocks.append(block_from_arrays(*json_arrays(p, exact), activation))
+        except AbsorbError as exc:
+            raise _with_layer(ell, exc) from None
+    return blocks
+
+
+def _load_npz(path: Path, activation: Activation) -> list[Block]:
+    arrays = read_npz(path, _check_stack_keys)
+    count = _layer_count(path, set(arrays))
+    blocks = []
+    for ell in range(count):
+        layer = {k: arrays[f"{k}_{ell}"] for k in KEYS if f"{k}_{ell}" in arrays}
+        try:
+            blocks.append(block_from_arrays(layer, None, activation))
+        except AbsorbError as exc:
+            raise _with_layer(ell, exc) from None
+    return blocks
+
+
+def load_stack(path: str | Path, activation: Activation) -> list[Block]:
+    """The residual stack stored in ``path`` (first layer first), every layer validated."""
+    p, suffix = checked_path(path)
+    try:
+        blocks = _load_json(p, activation) if suffix == ".json" else _load_npz(p, activation)
+    except PermissionError:
+        raise AbsorbError(f"{p}: permission denied") from None
+    return _same_dimension(blocks)

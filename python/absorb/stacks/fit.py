@@ -1,0 +1,164 @@
+"""Numerical side of stacks: the realization Jacobian and residual-free stack fits.
+
+For a stack of ungated blocks y_l = s·y_{l−1} + W_l σ(U_l y_{l−1} + b_l) + c_l (s = 1 residual,
+s = 0 residual-free), :func:`stack_jacobian` returns the outputs on a batch and their Jacobian
+with respect to every weight, by the chain rule backwards through the layers:
+∂y_L/∂W_l = G_l ⊗ σ(z_l), ∂y_L/∂U_l = (G_l W_l ⊙ σ'(z_l)) ⊗ y_{l−1}, G_{l−1} = G_l (s I +
+W_l diag σ'(z_l) U_l), with G_L = I. ``fit_stack`` fits a residual-free stack of the same widths
+by scipy's Levenberg–Marquardt/trust-region least squares on that Jacobian.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+from scipy.special import erf
+
+from absorb.blocks import Array, Block, stack_forward
+from absorb.errors import AbsorbError
+
+FIT_SCALES = (1e-2, 1.0, 1e2)
+
+_SQRT2PI = np.sqrt(2.0 * np.pi)
+_C = np.sqrt(2.0 / np.pi)
+
+
+def _d_gelu_tanh(z: Array) -> Array:
+    inner = _C * (z + 0.044715 * z**3)
+    t = np.tanh(inner)
+    out: Array = 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * _C * (1 + 3 * 0.044715 * z * z)
+    return out
+
+
+def _d_silu(z: Array) -> Array:
+    s = 0.5 * (1 + np.tanh(0.5 * z))
+    out: Array = s * (1 + z * (1 - s))
+    return out
+
+
+#: σ' of the ungated activations a stack may use (ReLU' at 0 taken as 0).
+DERIVATIVES: dict[str, Callable[[Array], Array]] = {
+    "relu": lambda z: (z > 0).astype(np.float64),
+    "gelu": lambda z: 0.5 * (1 + erf(z / np.sqrt(2.0))) + z * np.exp(-0.5 * z * z) / _SQRT2PI,
+    "gelu_tanh": _d_gelu_tanh,
+    "silu": _d_silu,
+}
+
+
+def _layers(blocks: Sequence[Block]) -> list[list[Array]]:
+    return [[b.W_up, b.W_down] + ([b.b_up if b.b_up is not None else np.zeros(b.n),
+                                   b.b_down if b.b_down is not None else np.zeros(b.d)]
+                                  if b.has_biases else []) for b in blocks]
+
+
+def flatten(blocks: Sequence[Block]) -> Array:
+    """All weights of a stack in one vector (per layer: W_up, W_down, then biases if any)."""
+    return np.concatenate([a.ravel() for layer in _layers(blocks) for a in layer])
+
+
+def unflatten(theta: Array, like: Sequence[Block], residual: bool) -> list[Block]:
+    """The stack with ``like``'s shapes and activation and the weights ``theta``."""
+    out, pos = [], 0
+    for layer, b in zip(_layers(like), like, strict=True):
+        parts = []
+        for a in layer:
+            parts.append(theta[pos:pos + a.size].reshape(a.shape))
+            pos += a.size
+        biases = parts[2:] if b.has_biases else [None, None]
+        out.append(Block(b.activation, parts[0], parts[1], b_up=biases[0], b_down=biases[1],
+                         residual=residual))
+    return out
+
+
+def stack_jacobian(blocks: Sequence[Block], X: Array) -> tuple[Array, Array]:
+    """(R(X), J): outputs (m, d) and ∂vec R(X)/∂θ, shape (m·d, |θ|), θ = :func:`flatten`."""
+    act = blocks[0].activation
+    if act.name not in DERIVATIVES or any(b.A_skip is not None for b in blocks):
+        raise AbsorbError(f"stack Jacobians support {', '.join(DERIVATIVES)} with identity "
+                          f"skips (got {act.name})")
+    deriv = DERIVATIVES[act.name]
+    ys, zs = [X], []
+    for b in blocks:
+        z = ys[-1] @ b.W_up.T + (0.0 if b.b_up is None else b.b_up)
+        zs.append(z)
+        ys.append(b(ys[-1]))
+    m, d = X.shape
+    G = np.broadcast_to(np.eye(d), (m, d, d)).copy()
+    cols: list[list[Array]] = []
+    for b, y, z in zip(blocks[::-1], ys[-2::-1], zs[::-1], strict=True):
+        T = (G @ b.W_down) * deriv(z)[:, None, :]  # (m, d_out, n)
+        layer = [np.einsum("mon,mc->monc", T, y).reshape(m * d, -1),
+                 np.einsum("moa,mb->moab", G, act(z)).reshape(m * d, -1)]
+        if b.has_biases:
+            layer += [T.reshape(m * d, -1), G.reshape(m * d, -1)]
+        cols.append(layer)
+        G = (G if b.residual else 0.0) + T @ b.W_up
+    J = np.concatenate([c for layer in cols[::-1] for c in layer], axis=1)
+    return ys[-1], J
+
+
+@dataclass(frozen=True)
+class StackFit:
+    """Best held-out relative error per input scale over the restarts of a stack fit."""
+
+    widths: tuple[int, ...]
+    restarts: int
+    relative_error: dict[float, float]
+    per_restart: list[dict[float, float]]
+    init_kinds: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"widths": list(self.widths), "restarts": self.restarts,
+                "relative_error": {str(k): v for k, v in self.relative_error.items()},
+                "per_restart": [{str(k): v for k, v in r.items()} for r in self.per_restart],
+                "init_kinds": list(self.init_kinds),
+                "note": "numerical evidence only: a small error does not prove absorbability "
+                        "and a large one does not prove impossibility"}
+
+
+def _random_like(blocks: Sequence[Block], rng: np.random.Generator) -> Array:
+    parts = []
+    for layer, b in zip(_layers(blocks), blocks, strict=True):
+        parts += [rng.standard_normal(layer[0].size) / np.sqrt(b.d),
+                  rng.standard_normal(layer[1].size) / np.sqrt(b.n)]
+        parts += [0.5 * rng.standard_normal(a.size) for a in layer[2:]]
+    return np.concatenate(parts)
+
+
+def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: int = 3,
+              samples: int = 128, max_nfev: int = 200) -> StackFit:
+    """Fit residual-free stacks of ``target``'s widths to it (restart 0 warm: the target's own
+    weights; the others random at fan-in scale); every scale weighs by its relative error."""
+    if restarts < 1 or samples < 1 or max_nfev < 1:
+        raise AbsorbError("restarts, samples and max_nfev must be positive")
+    d = target[0].d
+    X = np.concatenate([s * rng.standard_normal((samples, d)) for s in FIT_SCALES])
+    T = stack_forward(target, X)
+    norms = np.repeat([np.sqrt(np.mean(T[i * samples:(i + 1) * samples] ** 2)) + 1e-300
+                       for i in range(len(FIT_SCALES))], samples)[:, None]
+    held = [(s, s * rng.standard_normal((samples, d))) for s in FIT_SCALES]
+
+    def residual(theta: Array) -> Array:
+        out = stack_forward(unflatten(theta, target, False), X)
+        return np.asarray(((out - T) / norms).ravel())
+
+    def jac(theta: Array) -> Array:
+        _, J = stack_jacobian(unflatten(theta, target, False), X)
+        return np.asarray(J / np.repeat(norms.ravel(), d)[:, None])
+
+    starts = [("warm", flatten(target))]
+    starts += [("random", _random_like(target, rng)) for _ in range(restarts - 1)]
+    per_restart = []
+    for _, theta0 in starts:
+        res = least_squares(residual, theta0, jac=jac, method="trf", max_nfev=max_nfev)
+        H = unflatten(res.x, target, False)
+        per_restart.append({
+            s: float(np.max(np.abs(stack_forward(H, Xs) - stack_forward(target, Xs)))
+                     / max(float(np.max(np.abs(stack_forward(target, Xs)))), 1e-300))
+            for s, Xs in held})
+    best = {s: min(r[s] for r in per_restart) for s in FIT_SCALES}
+    return StackFit(tuple(b.n for b in target), len(starts), best, per_restart,
+                    tuple(k for k, _ in starts))
