@@ -8,3 +8,4 @@ import Absorb.Parity
 import Absorb.IndexSet
 import Absorb.Generic
 import Absorb.Checker
+import Absorb.Necessary
