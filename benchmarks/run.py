@@ -40,6 +40,7 @@ from absorb.blocks import random_block
 from absorb.certificates import brute_force_index_set, find_index_set, relaxation
 from absorb.files import write_atomic
 from absorb.search import DERIVATIVES, AdamFit
+from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 
 HERE = Path(__file__).resolve().parent
 #: The committed results; rewritten only with --update-results.
@@ -475,7 +476,7 @@ def run(quick: bool, out: Path) -> int:
     print("\n".join(env), flush=True)
     sections = []
     t_start = time.perf_counter()
-    for fn in (bench_index_set, bench_relaxation, bench_fit, bench_report):
+    for fn in (bench_index_set, bench_relaxation, bench_fit, bench_report, bench_scale):
         table, peak = traced(partial(fn, quick))
         table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
         print("\n" + table.text(), flush=True)

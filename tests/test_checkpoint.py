@@ -7,7 +7,6 @@ tests/test_checkpoints_arch.py uses them for every architecture of the table.
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from tests.conftest import CliResult, plant
 
 from absorb.checkpoints import Checkpoint, detect, inspect_checkpoint
 from absorb.checkpoints.inspection import load_layer
+from absorb.checkpoints.writing import save_bf16
 from absorb.errors import AbsorbError
 
 Tensors = dict[str, np.ndarray]
@@ -57,21 +57,11 @@ def write(folder: Path, tensors: Tensors, config: Mapping[str, object] | None = 
 
 
 def write_bf16(path: Path, tensors: Tensors) -> dict[str, np.ndarray]:
-    """A BF16 safetensors file written by hand (numpy has no bfloat16): each value rounded
-    toward zero to its high 16 bits. Returns the stored values as float64."""
-    header: dict[str, object] = {}
-    blobs, stored, offset = [], {}, 0
-    for key, arr in tensors.items():
-        bits = (arr.astype(np.float32).view(np.uint32) >> 16).astype("<u2")
-        stored[key] = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-        raw = bits.tobytes()
-        header[key] = {"dtype": "BF16", "shape": list(arr.shape),
-                       "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    head = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(head)) + head + b"".join(blobs))
-    return stored
+    """A BF16 file (``save_bf16``); returns the stored values as float64, computed here
+    independently: float32 with the low 16 bits cleared."""
+    save_bf16(tensors, path)
+    return {k: (v.astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+            .astype(np.float64) for k, v in tensors.items()}
 
 
 def write_sharded(folder: Path, tensors: Tensors, config: Mapping[str, object]) -> Path:

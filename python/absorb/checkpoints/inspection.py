@@ -9,6 +9,7 @@ predicted from the machine's float64 matmul rate, measured once per run.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,12 @@ NOTE = ("each verdict concerns the abstract block x + MLP(x) with the stored MLP
 RATE_SIZE = 1024
 
 
+@functools.cache
 def matmul_rate(size: int = RATE_SIZE, repeats: int = 3) -> float:
-    """Measured float64 GEMM throughput (flop/s): best of ``repeats`` size×size products."""
+    """Measured float64 GEMM throughput (flop/s): best of ``repeats`` size×size products.
+
+    Measured once per process and size (the machine's rate, not the moment's load).
+    """
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((size, size)), rng.standard_normal((size, size))
     best = np.inf
