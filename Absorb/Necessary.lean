@@ -41,6 +41,14 @@ Proof (the route of `THEORY.md`, "Proof in more detail").
 * `Absorb.exists_dotProduct_ne_zero`, `Absorb.exists_perp_of_not_collinear` : step 3.
 * `Absorb.indexSetCond_of_absorbable_relu` : **index_set_necessary** for ReLU (paper
   Theorem 8, "only if"), any skip matrix `A`, no biases.
+
+## Scope
+
+Only ReLU without biases is proved here. The GELU case (the paper's Theorem 10, "only if") and
+the biased cases are not derived in this file: they follow by composing
+`Absorb.indexSetCond_of_absorbable_relu` with **bias_blowup**
+(`Absorb.absorbable_relu_of_absorbable_biased`) for biased blocks, and for bias-free GELU blocks
+additionally with the embedding of bias-free blocks as biased blocks with zero biases.
 -/
 
 open scoped Matrix
@@ -201,8 +209,11 @@ theorem exists_sum_abs_secondDiff {ι : Type*} [Fintype ι] (c : ι → ℝ) (w 
     have hαpos : 0 < |w l ⬝ᵥ p| := abs_pos.mpr hl
     have hle : |w l ⬝ᵥ q| / |w l ⬝ᵥ p| ≤ T := by
       rw [hTdef]
-      exact Finset.single_le_sum (f := fun m => |w m ⬝ᵥ q| / |w m ⬝ᵥ p|)
-        (fun m _ => div_nonneg (abs_nonneg _) (abs_nonneg _)) (Finset.mem_univ l)
+      first
+        | exact Finset.single_le_sum (f := fun m => |w m ⬝ᵥ q| / |w m ⬝ᵥ p|)
+            (fun m _ => div_nonneg (abs_nonneg _) (abs_nonneg _)) (Finset.mem_univ l)
+        | exact Finset.single_le_sum (fun m _ => div_nonneg (abs_nonneg _) (abs_nonneg _))
+            (Finset.mem_univ l)
     have hβ : |w l ⬝ᵥ q| / |w l ⬝ᵥ p| * |w l ⬝ᵥ p| = |w l ⬝ᵥ q| :=
       div_mul_cancel_aux hαpos.ne'
     have hε : (1 + T)⁻¹ * (1 + T) = 1 := inv_mul_cancel₀ h1T.ne'
@@ -243,7 +254,10 @@ theorem exists_sum_abs_secondDiff {ι : Type*} [Fintype ι] (c : ι → ℝ) (w 
         Finset.sum_congr rfl fun l _ => hterm l
     _ = 2 * ∑ l, c l * |w l ⬝ᵥ p| +
           2 * t * ∑ l, (if w l ⬝ᵥ p = 0 then c l * |w l ⬝ᵥ q| else 0) := by
-        rw [Finset.sum_add_distrib, Finset.mul_sum, Finset.mul_sum]
+        first
+          | (rw [Finset.sum_add_distrib, Finset.mul_sum, Finset.mul_sum]; done)
+          | (rw [Finset.sum_add_distrib, ← Finset.mul_sum, ← Finset.mul_sum]; done)
+          | (simp only [Finset.sum_add_distrib, Finset.mul_sum]; done)
 
 /-- **Kink lemma** (step 2 of the paper's Theorem 8, "only if"): if
 `∑_i a_i |b_iᵀx| = ∑_j v_j |u_jᵀx|` for every `x`, then for all `p`, `q` the kinks on the
@@ -473,8 +487,10 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
   intro r k
   have hodd := odd_identity hV (Pi.single k 1) r
   have hA : (A *ᵥ Pi.single k 1) r = A r k := by
-    show A r ⬝ᵥ Pi.single k 1 = A r k
-    rw [dotProduct_single, mul_one]
+    first
+      | (show A r ⬝ᵥ Pi.single k 1 = A r k
+         rw [dotProduct_single, mul_one])
+      | (rw [Matrix.mulVec_single_one]; rfl)
   have hW : ∑ i, W.down r i * (W.up i ⬝ᵥ Pi.single k 1) = ∑ i, W.down r i * W.up i k := by
     refine Finset.sum_congr rfl fun i _ => ?_
     rw [dotProduct_single, mul_one]
@@ -497,7 +513,10 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
           Finset.sum_congr rfl fun i _ => hterm i
       _ = ∑ i, W.down r i * W.up i k -
             2 * ∑ i, (if i ∈ S then W.down r i * W.up i k else 0) := by
-          rw [Finset.sum_sub_distrib, Finset.mul_sum]
+          first
+            | (rw [Finset.sum_sub_distrib, Finset.mul_sum]; done)
+            | (rw [Finset.sum_sub_distrib, ← Finset.mul_sum]; done)
+            | (simp only [Finset.sum_sub_distrib, Finset.mul_sum]; done)
       _ = ∑ i, W.down r i * W.up i k - 2 * ∑ i ∈ S, W.down r i * W.up i k :=
           congrArg (fun s => ∑ i, W.down r i * W.up i k - 2 * s)
             (sum_univ_ite_mem S fun i => W.down r i * W.up i k)
