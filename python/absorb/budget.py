@@ -25,6 +25,8 @@ MAX_SECONDS = 86_400.0
 #: Share of the available memory a job may plan to use (the rest is for NumPy's temporaries).
 MEMORY_SHARE = 0.8
 FLOAT_BYTES = 8
+#: Environment variable capping the memory a job may plan to use (bytes), e.g. on a shared host.
+MEMORY_ENV = "ABSORB_MAX_MEMORY"
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,15 @@ class Cost:
 
 
 def available_memory() -> int:
-    """Bytes the process may allocate: ``MemAvailable`` from /proc/meminfo where it exists,
-    else the physical memory (``os.sysconf``), else 4 GiB."""
+    """Bytes the process may allocate: ``$ABSORB_MAX_MEMORY`` (bytes) when set, else
+    ``MemAvailable`` from /proc/meminfo where it exists, else the physical memory
+    (``os.sysconf``), else 4 GiB."""
+    cap = os.environ.get(MEMORY_ENV)
+    if cap is not None:
+        try:
+            return int(float(cap))
+        except ValueError:
+            raise AbsorbError(f"${MEMORY_ENV}={cap!r} is not a number of bytes") from None
     try:
         for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
             if line.startswith("MemAvailable:"):
@@ -93,17 +102,19 @@ def require(cost: Cost, what: str, *, memory: int | None = None) -> None:
                           f"{human_seconds(MAX_SECONDS)}")
 
 
-def search_cost(d: int, n: int, width: int, *, samples: int, steps: int,
-                restarts: int) -> Cost:
+def search_cost(d: int, n: int, width: int, *, samples: int, steps: int, restarts: int,
+                scales: int = 3) -> Cost:
     """A lower bound on what fitting residual-free blocks of ``width`` units to a (d, n) skip
-    block needs, whatever the engine.
+    block needs, whatever the engine, with ``samples`` training inputs per input scale.
 
-    Memory: the training and held-out inputs and targets (4·samples·d floats) and one pass of
-    hidden pre-activations, activations and their gradients (3·samples·max(width, n)).
-    Work: one forward and one backward pass per step, about 6·samples·width·d flops (a
-    second-order engine does more), for every step of every restart.  Being lower bounds, a
-    refusal based on them is never a false alarm.
+    Memory: over the ``scales·samples`` training inputs, the inputs and targets (2d floats
+    each), the held-out inputs and targets (half as many again: d), and the hidden
+    pre-activations, activations and derivatives of the fit and of the target
+    (4·max(width, n)).  Work: one forward and one backward pass per step, about
+    6·width·d flops per input, for every step of every restart (a second-order engine does
+    more).  Being lower bounds, a refusal based on them is never a false alarm.
     """
-    floats = samples * (4 * d + 3 * max(width, n))
-    flops = 6.0 * restarts * steps * samples * width * d
+    rows = scales * samples
+    floats = rows * (3 * d + 4 * max(width, n))
+    flops = 6.0 * restarts * steps * rows * width * d
     return Cost(float(FLOAT_BYTES * floats), flops)

@@ -200,8 +200,12 @@ def checked_path(path: str | Path) -> tuple[Path, str]:
     if suffix not in MAX_FILE_BYTES:
         raise AbsorbError(f"{path}: unknown weights format {suffix or '(none)'!r} "
                           "(use .npz or .json)")
-    if not path.is_file():
+    if path.is_dir():
+        raise AbsorbError(f"{path}: is a directory, not a file")
+    if not path.exists():
         raise AbsorbError(f"{path}: no such file")
+    if not path.is_file():
+        raise AbsorbError(f"{path}: not a regular file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES[suffix]:
         raise AbsorbError(f"{path}: {size} bytes, more than the limit {MAX_FILE_BYTES[suffix]}")
