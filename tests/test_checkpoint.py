@@ -7,6 +7,7 @@ tests/test_checkpoints_arch.py uses them for every architecture of the table.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -245,6 +246,8 @@ def test_cli_text_and_json(tmp_path: Path, rng: np.random.Generator, cli: object
     assert "bert (BERT" in text.out and "x + MLP(x)" in text.out
     assert "biases used: up_bias (bert.encoder.layer.0.intermediate.dense.bias)" in text.out
     assert "distance r/|A|" in text.out and "layers" in text.err  # summary; tqdm on stderr
+    # the summary row of a biased GELU layer: a distance and a dual-certificate margin
+    assert re.search(r"^0 +4 +12 +not_absorbed +\d\.\d+ +\d", text.out, re.MULTILINE)
     res = run("inspect", str(path), "--json").json()  # type: ignore[operator]
     assert [row["layer"] for row in res["layers"]] == [0, 1]
     bad: CliResult = run("inspect", str(path), "--arch", "gpt2")  # type: ignore[operator]

@@ -83,7 +83,7 @@ def load_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan) -> Block:
 
 
 def _inspect_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan, rate: float,
-                   rng: np.random.Generator, search: bool,
+                   rng: np.random.Generator, search: bool, tol: float | None,
                    memory: int | None) -> dict[str, object]:
     cost = layer_cost(spec, plan.activation)
     require(cost, f"layer {spec.label} (d={spec.d}, n={spec.n})", memory=memory)
@@ -92,7 +92,7 @@ def _inspect_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan, rate: float,
         block = load_layer(ckpt, spec, plan)
     except AbsorbError as exc:
         raise AbsorbError(f"layer {spec.label}: {exc}") from None
-    verdict = decide(block, rng=rng, search=search)
+    verdict = decide(block, rng=rng, search=search, tol=tol)
     seconds = time.perf_counter() - t0
     return {"layer": spec.layer, "stack": spec.stack, "label": spec.label, "keys": spec.keys,
             "dtype": spec.dtype, **verdict,
@@ -109,6 +109,7 @@ def inspect_checkpoint(
     gate: str | None = None,
     activation: str | None = None,
     search: bool = False,
+    tol: float | None = None,
     rng: np.random.Generator | None = None,
     progress: bool = False,
     memory: int | None = None,
@@ -117,7 +118,8 @@ def inspect_checkpoint(
 
     The layout is detected (``arch`` overrides it), or given as explicit ``up``/``down``
     (/``gate``) key patterns with ``activation``; ``activation`` alone overrides the detected
-    one. ``search`` attaches the numerical search to ``undetermined`` layers (slow).
+    one. ``search`` attaches the numerical search to ``undetermined`` layers (slow); ``tol``
+    overrides the storage tolerance of ``decide`` (default: from the stored dtype).
     ``memory`` replaces the available memory (bytes) in the up-front refusal (tests).
     """
     if (up is None) != (down is None) or (gate is not None and up is None):
@@ -138,7 +140,7 @@ def inspect_checkpoint(
         bar = tqdm(specs, desc="layers", unit="layer", disable=not progress)
         for spec in bar:
             bar.set_postfix_str(f"{spec.label}: d={spec.d} n={spec.n}")
-            layers.append(_inspect_layer(ckpt, spec, plan, rate, rng, search, memory))
+            layers.append(_inspect_layer(ckpt, spec, plan, rate, rng, search, tol, memory))
         files = [str(f) for f in ckpt.files]
     return {"checkpoint": str(path), "files": files, **plan.to_json(),
             "matmul_rate": rate, "note": NOTE, "layers": layers}
@@ -156,7 +158,7 @@ def summary_rows(res: dict[str, Any]) -> list[list[str]]:
         cert = row.get("certificate") or {}
         dual = cert.get("dual") or {}
         rows.append([row["label"], str(row["d"]), str(row["n"]), row["verdict"],
-                     _fmt(row.get("distance", cert.get("distance"))), _fmt(dual.get("margin")),
+                     _fmt(cert.get("distance")), _fmt(dual.get("margin_float")),
                      human_seconds(row["cost"]["seconds"])])
     return rows
 
@@ -175,13 +177,16 @@ def text_lines(res: dict[str, Any]) -> list[str]:
     for row in res["layers"]:
         cost = row["cost"]
         biases = [f"{k} ({v})" for k, v in row["keys"].items() if k.endswith("_bias")]
+        chain = row.get("chain") or ([row["theorem"]] if row.get("theorem") else [])
         lines.append(f"layer {row['label']}: d={row['d']} n={row['n']} {row['dtype']} "
-                     f"{row['verdict']}"
-                     + (f" (theorem {row['theorem']})" if row.get("theorem") else ""))
+                     f"{row['verdict']}" + (f" ({' + '.join(chain)})" if chain else ""))
         lines.append(f"  biases used: {', '.join(biases)}" if biases else "  no biases")
         lines.append(f"  why: {row['reason']}")
         for hyp in row.get("unmet_hypotheses", []):
             lines.append(f"  unmet hypothesis: {hyp}")
+        proof = (row.get("certificate") or {}).get("proof")
+        if proof:
+            lines.append(f"  certificate: {proof}")
         lines.append(f"  predicted {human_bytes(cost['predicted_peak_bytes'])}, "
                      f"{human_seconds(cost['predicted_seconds'])}; took "
                      f"{human_seconds(cost['seconds'])}")
