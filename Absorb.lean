@@ -6,6 +6,8 @@ import Absorb.Linearization
 import Absorb.Depth
 import Absorb.Parity
 import Absorb.IndexSet
+import Absorb.Dual
 import Absorb.Generic
 import Absorb.Checker
+import Absorb.BiasBlowup
 import Absorb.Necessary

@@ -3,16 +3,23 @@ import Absorb.Checker
 /-!
 # `lake exe absorb-check FILE.json`
 
-The executable root of the exact index-set checker. It reads `FILE.json` (an ungated block
-with rational weights and a candidate index set `S`; format in `Absorb/Checker.lean`), runs
-`Absorb.Checker.processInput` and prints one line of JSON on stdout:
+The executable root of the exact checker. It reads `FILE.json` (an ungated block with rational
+weights and either a candidate index set `S` or a dual certificate `Y`; format in
+`Absorb/Checker.lean`), runs `Absorb.Checker.processInput` and prints one line of JSON on
+stdout:
 
-* the verdict object (`"verdict": "absorbed"` or `"condition_fails"`), exit code `0`;
-* `{"error": "..."}` for a missing, unreadable or malformed file, or a usage error, exit
-  code `2`.
+* the verdict object, exit code `0`: `"verdict": "absorbed"` or `"condition_fails"` for `S`,
+  `"no_index_set"` or `"certificate_fails"` for `Y`;
+* `{"error": "..."}` for a missing, unreadable or malformed file (unknown keys, absurd number
+  exponents included), or a usage error, exit code `2`.
 
-The verdict is `Absorb.Checker.check` of the very block built from the file, so
-`Absorb.Checker.absorbable_of_check` (soundness) applies to what is printed.
+The verdict is `Absorb.Checker.verdict` of the very input built from the file, a function of
+`Absorb.Checker.check` / `Absorb.Checker.checkDual`, so the soundness theorems apply to what is
+printed: `"absorbed"` gives the index-set condition
+(`Absorb.Checker.indexSetCond_of_verdict_eq_absorbed`, then
+`Absorb.Checker.absorbable_of_check`), `"no_index_set"` proves that no index set exists
+(`Absorb.Checker.not_indexSetCond_of_verdict_eq_noIndexSet`,
+`Absorb.Checker.not_indexSetCond_map_ratCast_of_checkDual`).
 -/
 
 namespace AbsorbCheck
@@ -39,8 +46,8 @@ def runFile (path : String) : IO UInt32 := do
 
 end AbsorbCheck
 
-/-- `absorb-check FILE.json`: decide the index-set condition of the block in `FILE.json`
-exactly over `ℚ` and print the JSON verdict. Exit code `0` when a verdict was printed, `2`
+/-- `absorb-check FILE.json`: decide the index-set condition (candidate `S`) or the dual
+certificate (`Y`) of the block in `FILE.json` exactly over `ℚ` and print the JSON verdict. Exit code `0` when a verdict was printed, `2`
 on bad input or a usage error. -/
 def main (args : List String) : IO UInt32 :=
   match args with

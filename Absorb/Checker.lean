@@ -1,52 +1,83 @@
 import Lean.Data.Json
 import Absorb.IndexSet
+import Absorb.Dual
 
 /-!
 # The compiled index-set checker: decision over `ℚ`, JSON input, soundness
 
 The executable `lake exe absorb-check FILE.json` (root `AbsorbCheck`) reads an ungated block
-with rational weights and a candidate index set `S`, and decides the index-set condition of
-the paper's Theorems 8 and 10 (`THEORY.md`, **index_set_sufficient**),
-`W_down[:,S] W_up[S,:] = -A`, exactly over `ℚ`. This file is the library part of it: the
-data (`Absorb.Checker.RatBlock`), the decision procedure (`Absorb.Checker.check`), its
-correctness and soundness, and the pure JSON-in/JSON-out pipeline that the executable runs.
+with rational weights and either a candidate index set `S` or a dual certificate `Y`, and
+decides exactly over `ℚ`
 
-The verdict that the executable prints is `check B` for the very `RatBlock` `B` that it built
-from the file, so `Absorb.Checker.absorbable_of_check` applies to exactly what it prints: a
-verdict `"absorbed"` means that the skip block `x ↦ A x + W_down σ(W_up x)`, with the file's
-weights read as real numbers, equals a residual-free ungated block of the same width, for
-every odd-part-linear `σ` (ReLU, GELU, SiLU, …).
+* for `S`: the index-set condition of the paper's Theorems 8 and 10 (`THEORY.md`,
+  **index_set_sufficient**), `W_down[:,S] W_up[S,:] = -A`;
+* for `Y` (**dual certificate**, ours): `-⟨A, Y⟩ < ∑_i min(c_i, 0)` or
+  `-⟨A, Y⟩ > ∑_i max(c_i, 0)` with `c_i = a_iᵀ Y b_i`, which proves that no index set exists
+  (`Absorb.not_indexSetCond_of_dual`).
+
+This file is the library part of it: the data (`Absorb.Checker.RatBlock`,
+`Absorb.Checker.RatDualBlock`, `Absorb.Checker.CheckInput`), the decision procedures
+(`Absorb.Checker.check`, `Absorb.Checker.checkDual`), the verdict string
+(`Absorb.Checker.verdict`), their correctness and soundness, and the pure JSON-in/JSON-out
+pipeline that the executable runs.
+
+The verdict that the executable prints is `verdict I` for the very `CheckInput` `I` that it
+built from the file, so the theorems below apply to exactly what it prints: `"absorbed"`
+means the index-set condition holds (`Absorb.Checker.indexSetCond_of_verdict_eq_absorbed`), so
+that the skip block `x ↦ A x + W_down σ(W_up x)`, with the file's weights read as real numbers,
+equals a residual-free ungated block of the same width for every odd-part-linear `σ` (ReLU,
+GELU, SiLU, …; `Absorb.Checker.absorbable_of_check`); `"no_index_set"` means that no index set
+satisfies the condition, over `ℚ` and over `ℝ`
+(`Absorb.Checker.not_indexSetCond_of_verdict_eq_noIndexSet`,
+`Absorb.Checker.not_indexSetCond_map_ratCast_of_checkDual`).
 
 ## Main definitions
 
 * `Absorb.Checker.RatBlock` : `d`, `n`, `W_up`, `W_down`, an optional skip `A` (default `1`)
-  and `S`, all over `ℚ`.
+  and `S`, all over `ℚ`; `Absorb.Checker.RatDualBlock` : the same with `Y` instead of `S`.
 * `Absorb.Checker.check` : the Boolean decision of `IndexSetCond B.A B.up B.down B.S`.
+* `Absorb.Checker.checkDual` : the Boolean decision of `DualCond B.A B.up B.down B.Y`.
+* `Absorb.Checker.verdict` : `"absorbed" | "condition_fails"` (for `S`),
+  `"no_index_set" | "certificate_fails"` (for `Y`).
 * `Absorb.Checker.firstFailure` : the first entry `(j, k)` (row-major) where the condition
   fails, for the report.
-* `Absorb.Checker.parseBlock`, `Absorb.Checker.processInput` : JSON → `RatBlock` → verdict.
+* `Absorb.Checker.parseInput`, `Absorb.Checker.processInput` : JSON → `CheckInput` → verdict.
 
 ## Main results
 
 * `Absorb.Checker.check_eq_true_iff` : `check B = true ↔ IndexSetCond B.A B.up B.down B.S`.
-* `Absorb.Checker.indexSetCond_map_ratCast` : the condition over `ℚ` implies it over `ℝ` for
-  the entrywise casts.
+* `Absorb.Checker.checkDual_eq_true_iff` : `checkDual B = true ↔ DualCond B.A B.up B.down B.Y`.
+* `Absorb.Checker.indexSetCond_map_ratCast`, `Absorb.Checker.indexSetCond_of_map_ratCast` :
+  the condition over `ℚ` holds iff it holds over `ℝ` for the entrywise casts.
 * `Absorb.Checker.absorbable_of_check` (soundness, index_set_sufficient) : `check B = true`
   implies absorbability over `ℝ` of the cast block, for every odd-part-linear `σ`.
+* `Absorb.Checker.not_indexSetCond_of_checkDual`,
+  `Absorb.Checker.not_indexSetCond_map_ratCast_of_checkDual` (soundness, dual certificate) :
+  `checkDual B = true` implies that no index set exists, over `ℚ` and over `ℝ`.
+* `Absorb.Checker.indexSetCond_of_verdict_eq_absorbed`,
+  `Absorb.Checker.not_indexSetCond_of_verdict_eq_noIndexSet`,
+  `Absorb.Checker.verdict_eq_absorbed`, `Absorb.Checker.verdict_eq_noIndexSet` : the meaning
+  of the printed verdict.
 * `Absorb.Checker.lhs_ne_rhs_of_firstFailure` : a reported failing entry really fails.
 
 ## JSON format
 
 Input: an object with `W_up` (`n` rows of `d` entries), `W_down` (`d` rows of `n` entries),
-optional `A_skip` (`d × d`; absent or `null` means the identity) and `S` (0-based indices
-`< n`, no repeats). An entry is a JSON number (read exactly: mantissa · 10^(-exponent)) or a
-string `"p/q"` or `"p"` with integers `p`, `q` and `q ≠ 0`. Keys `W_gate`, `b_up` and `b_down`
-are refused: the soundness theorem covers ungated blocks without biases only, and silently
-ignoring them would certify a different block.
+optional `A_skip` (`d × d`; absent or `null` means the identity), optional
+`format: "absorb-check/1"`, and exactly one of `S` (0-based indices `< n`, no repeats) and `Y`
+(`d × d`). An entry is a JSON number (read exactly: mantissa · 10^(-exponent)) or a string
+`"p/q"` or `"p"` with integers `p`, `q` and `q ≠ 0`. Any other key is refused (a typo such as
+`"A_Skip"` must not silently fall back to the identity skip; `W_gate`, `b_up` and `b_down` in
+particular: the soundness theorems cover ungated blocks without biases only). A number literal
+whose exponent exceeds `maxExponent = 4096` in absolute value is refused before the JSON is
+parsed (the parser would otherwise compute `10^exponent`).
 
-Output: `{"verdict": "absorbed" | "condition_fails", "d", "n", "S", "checked_entries"}`,
+Output for `S`: `{"verdict": "absorbed" | "condition_fails", "d", "n", "S", "checked_entries"}`,
 plus, on failure, `"failing_entry": {"row", "col", "lhs", "rhs"}` with `lhs`, `rhs` as
-`"p/q"` (or `"p"` for integers). Bad input gives `{"error": "..."}`.
+`"p/q"` (or `"p"` for integers). Output for `Y`:
+`{"verdict": "no_index_set" | "certificate_fails", "certificate": "dual", "d", "n",
+"neg_pairing", "lower", "upper"}` with `-⟨A, Y⟩`, `∑ min(c_i, 0)`, `∑ max(c_i, 0)` as `"p/q"`.
+Bad input gives `{"error": "..."}`.
 
 We do not `open Lean` (its `Lean.Rat` would make `Rat` ambiguous); JSON names are written
 in full.
@@ -173,6 +204,175 @@ theorem absorbable_of_check (B : RatBlock) (hB : check B = true) {σ : ℝ → �
     (UngatedWeights.mk (B.up.map fun q : ℚ => (q : ℝ)) (B.down.map fun q : ℚ => (q : ℝ)))
     B.S (indexSetCond_map_ratCast ((check_eq_true_iff B).1 hB))
 
+/-- The converse cast lemma: if the index-set condition holds for the real matrices with the
+entries of `A`, `W_up`, `W_down`, it holds over `ℚ` (the cast `ℚ → ℝ` is an injective ring
+homomorphism). -/
+theorem indexSetCond_of_map_ratCast {d n : ℕ} {A : Matrix (Fin d) (Fin d) ℚ}
+    {up : Matrix (Fin n) (Fin d) ℚ} {down : Matrix (Fin d) (Fin n) ℚ} {S : Finset (Fin n)}
+    (h : IndexSetCond (A.map fun q : ℚ => (q : ℝ)) (up.map fun q : ℚ => (q : ℝ))
+      (down.map fun q : ℚ => (q : ℝ)) S) :
+    IndexSetCond A up down S := by
+  intro j k
+  have hjk : ∑ i ∈ S, (down j i : ℝ) * (up i k : ℝ) = -(A j k : ℝ) := by
+    have h' := h j k
+    simpa only [Matrix.map_apply] using h'
+  first
+    | exact_mod_cast hjk
+    | (apply Rat.cast_injective (α := ℝ)
+       push_cast
+       exact hjk)
+    | (apply Rat.cast_injective (α := ℝ)
+       rw [Rat.cast_sum, Rat.cast_neg]
+       simpa only [Rat.cast_mul] using hjk)
+
+/-! ### The dual certificate -/
+
+/-- An ungated block with rational weights and a dual certificate `Y` (ours): `W_up` is
+`n × d`, `W_down` is `d × n`, `A` is the skip matrix (`1` for the identity skip) and `Y` is a
+`d × d` matrix. -/
+structure RatDualBlock where
+  /-- The model dimension `d`. -/
+  d : ℕ
+  /-- The hidden width `n`. -/
+  n : ℕ
+  /-- The up-projection `W_up` (`n × d`); its row `i` is `b_iᵀ`. -/
+  up : Matrix (Fin n) (Fin d) ℚ
+  /-- The down-projection `W_down` (`d × n`); its column `i` is `a_i`. -/
+  down : Matrix (Fin d) (Fin n) ℚ
+  /-- The skip matrix `A`; the identity skip is `A = 1`. -/
+  A : Matrix (Fin d) (Fin d) ℚ := 1
+  /-- The dual certificate `Y`. -/
+  Y : Matrix (Fin d) (Fin d) ℚ
+
+/-- The dual-certificate condition is decidable over `ℚ`: two strict comparisons of rationals
+(ours). -/
+instance decidableDualCond {d n : ℕ} (A : Matrix (Fin d) (Fin d) ℚ)
+    (up : Matrix (Fin n) (Fin d) ℚ) (down : Matrix (Fin d) (Fin n) ℚ)
+    (Y : Matrix (Fin d) (Fin d) ℚ) : Decidable (DualCond A up down Y) := by
+  unfold DualCond
+  infer_instance
+
+/-- The dual checker (ours): decides `-⟨A, Y⟩ < ∑ min(c_i, 0)` or `-⟨A, Y⟩ > ∑ max(c_i, 0)`,
+`c_i = a_iᵀ Y b_i`, exactly in rational arithmetic, in `O(n d²)` operations. -/
+def checkDual (B : RatDualBlock) : Bool :=
+  decide (DualCond B.A B.up B.down B.Y)
+
+/-- Correctness of the dual checker: it answers `true` exactly when the dual-certificate
+condition holds over `ℚ`. -/
+theorem checkDual_eq_true_iff (B : RatDualBlock) :
+    checkDual B = true ↔ DualCond B.A B.up B.down B.Y := by
+  unfold checkDual
+  first
+    | exact ⟨of_decide_eq_true, decide_eq_true⟩
+    | exact decide_eq_true_iff
+    | simp
+
+/-- **Soundness of the dual checker over `ℚ`** (dual certificate, ours): if `checkDual B`
+answers `true`, no index set `S` has `W_down[:,S] W_up[S,:] = -A`. -/
+theorem not_indexSetCond_of_checkDual (B : RatDualBlock) (h : checkDual B = true)
+    (S : Finset (Fin B.n)) : ¬ IndexSetCond B.A B.up B.down S :=
+  not_indexSetCond_of_dual B.Y ((checkDual_eq_true_iff B).1 h) S
+
+/-- **Soundness of the dual checker over `ℝ`** (dual certificate, ours): if `checkDual B`
+answers `true`, then for the real matrices with the same entries no index set `S` has
+`W_down[:,S] W_up[S,:] = -A`. With `index_set_necessary` this is a proof that the ReLU skip
+block is not absorbable. -/
+theorem not_indexSetCond_map_ratCast_of_checkDual (B : RatDualBlock) (h : checkDual B = true)
+    (S : Finset (Fin B.n)) :
+    ¬ IndexSetCond (B.A.map fun q : ℚ => (q : ℝ)) (B.up.map fun q : ℚ => (q : ℝ))
+      (B.down.map fun q : ℚ => (q : ℝ)) S :=
+  fun hS => not_indexSetCond_of_checkDual B h S (indexSetCond_of_map_ratCast hS)
+
+/-! ### The verdict and its meaning -/
+
+/-- A parsed input of the checker: a block with a candidate index set, or with a dual
+certificate. -/
+inductive CheckInput where
+  /-- A block with a candidate index set `S`. -/
+  | indexSet (B : RatBlock)
+  /-- A block with a dual certificate `Y`. -/
+  | dual (B : RatDualBlock)
+
+/-- The verdict string that the executable prints: a function of `check` and `checkDual`
+only. -/
+def verdict : CheckInput → String
+  | .indexSet B => if check B then "absorbed" else "condition_fails"
+  | .dual B => if checkDual B then "no_index_set" else "certificate_fails"
+
+/-- The verdict of an index-set input, unfolded. -/
+theorem verdict_indexSet (B : RatBlock) :
+    verdict (.indexSet B) = if check B then "absorbed" else "condition_fails" :=
+  rfl
+
+/-- The verdict of a dual-certificate input, unfolded. -/
+theorem verdict_dual (B : RatDualBlock) :
+    verdict (.dual B) = if checkDual B then "no_index_set" else "certificate_fails" :=
+  rfl
+
+/-- **The printed `"absorbed"` means the index-set condition** (index_set_sufficient): if the
+verdict of a block with candidate `S` is `"absorbed"`, then `W_down[:,S] W_up[S,:] = -A` over
+`ℚ` (and so `Absorb.Checker.absorbable_of_check` applies). -/
+theorem indexSetCond_of_verdict_eq_absorbed {B : RatBlock}
+    (h : verdict (.indexSet B) = "absorbed") : IndexSetCond B.A B.up B.down B.S := by
+  refine (check_eq_true_iff B).1 ?_
+  revert h
+  rw [verdict_indexSet]
+  cases check B
+  · intro h
+    exact absurd h (by decide)
+  · intro _
+    rfl
+
+/-- **The printed `"no_index_set"` means that no index set exists** (dual certificate, ours):
+if the verdict of a block with certificate `Y` is `"no_index_set"`, then no `S` has
+`W_down[:,S] W_up[S,:] = -A` over `ℚ` (over `ℝ`:
+`Absorb.Checker.not_indexSetCond_map_ratCast_of_checkDual`). -/
+theorem not_indexSetCond_of_verdict_eq_noIndexSet {B : RatDualBlock}
+    (h : verdict (.dual B) = "no_index_set") :
+    ∀ S : Finset (Fin B.n), ¬ IndexSetCond B.A B.up B.down S := by
+  have hc : checkDual B = true := by
+    revert h
+    rw [verdict_dual]
+    cases checkDual B
+    · intro h
+      exact absurd h (by decide)
+    · intro _
+      rfl
+  exact not_indexSetCond_of_checkDual B hc
+
+/-- The verdict `"absorbed"`, for any input: it is only printed for an index-set input, and
+then the condition holds. -/
+theorem verdict_eq_absorbed {I : CheckInput} (h : verdict I = "absorbed") :
+    ∃ B : RatBlock, I = .indexSet B ∧ IndexSetCond B.A B.up B.down B.S := by
+  cases I with
+  | indexSet B => exact ⟨B, rfl, indexSetCond_of_verdict_eq_absorbed h⟩
+  | dual B =>
+    exfalso
+    revert h
+    rw [verdict_dual]
+    cases checkDual B
+    · intro h
+      exact absurd h (by decide)
+    · intro h
+      exact absurd h (by decide)
+
+/-- The verdict `"no_index_set"`, for any input: it is only printed for a dual-certificate
+input, and then no index set exists. -/
+theorem verdict_eq_noIndexSet {I : CheckInput} (h : verdict I = "no_index_set") :
+    ∃ B : RatDualBlock, I = .dual B ∧
+      ∀ S : Finset (Fin B.n), ¬ IndexSetCond B.A B.up B.down S := by
+  cases I with
+  | dual B => exact ⟨B, rfl, not_indexSetCond_of_verdict_eq_noIndexSet h⟩
+  | indexSet B =>
+    exfalso
+    revert h
+    rw [verdict_indexSet]
+    cases check B
+    · intro h
+      exact absurd h (by decide)
+    · intro h
+      exact absurd h (by decide)
+
 /-! ### Reading the input -/
 
 /-- `t` is a decimal integer literal: an optional `-` followed by at least one digit. (Checked
@@ -287,15 +487,44 @@ def parseSkip (d : ℕ) (j : Lean.Json) : Except String (Option (Array (Array �
     pure (some m)
   | none => pure none
 
-/-- Reads and validates a block: `n` is the number of rows of `W_up`, `d` that of `W_down`;
-all shapes, indices and denominators are checked; `A_skip` defaults to the identity. -/
-def parseBlock (j : Lean.Json) : Except String RatBlock := do
-  if !isObject j then
-    throw "the input must be a JSON object"
+/-- The keys that an input object may have. -/
+def allowedKeys : List String :=
+  ["format", "W_up", "W_down", "A_skip", "S", "Y"]
+
+/-- The value of the optional key `format`. -/
+def formatTag : String :=
+  "absorb-check/1"
+
+/-- The keys of a JSON object (none for any other JSON value). -/
+def objectKeys : Lean.Json → List String
+  | .obj kvs => (kvs.fold (fun (acc : Array String) k _ => acc.push k) #[]).toList
+  | _ => []
+
+/-- Refuses an object with a key outside `allowedKeys` (a typo such as `"A_Skip"` would
+otherwise silently fall back to the identity skip) and a `format` other than `formatTag`;
+`W_gate`, `b_up` and `b_down` get a message of their own. -/
+def checkKeys (j : Lean.Json) : Except String Unit := do
   for key in ["W_gate", "b_up", "b_down"] do
-    if (field? j key).isSome then
+    if (objectKeys j).contains key then
       throw (s!"key \"{key}\" is not supported: " ++
         "the checker decides ungated blocks without biases")
+  for key in objectKeys j do
+    if !allowedKeys.contains key then
+      throw (s!"unknown key \"{key}\" (allowed keys: " ++ ", ".intercalate allowedKeys ++ ")")
+  match field? j "format" with
+  | none => pure ()
+  | some (.str f) =>
+    if f = formatTag then pure ()
+    else throw s!"unsupported format \"{f}\" (expected \"{formatTag}\")"
+  | some _ => throw s!"format must be the string \"{formatTag}\""
+
+/-- Reads and validates an input: `n` is the number of rows of `W_up`, `d` that of `W_down`;
+all keys, shapes, indices and denominators are checked; `A_skip` defaults to the identity;
+exactly one of `S` (an index set) and `Y` (a `d × d` dual certificate) must be given. -/
+def parseInput (j : Lean.Json) : Except String CheckInput := do
+  if !isObject j then
+    throw "the input must be a JSON object"
+  checkKeys j
   let up ← parseMatrix "W_up" (← required j "W_up")
   let down ← parseMatrix "W_down" (← required j "W_down")
   let n := up.size
@@ -303,12 +532,79 @@ def parseBlock (j : Lean.Json) : Except String RatBlock := do
   checkShape "W_up" up n d
   checkShape "W_down" down d n
   let skip ← parseSkip d j
-  let idx ← parseIndices n (← required j "S")
-  let S := finsetOfIndices n idx
-  if S.card ≠ idx.size then
-    throw "S lists some index more than once"
-  return { d := d, n := n, up := matrixOfRows up, down := matrixOfRows down,
-           A := skipOfRows skip, S := S }
+  match field? j "S", field? j "Y" with
+  | some sJ, none =>
+    let idx ← parseIndices n sJ
+    let S := finsetOfIndices n idx
+    if S.card ≠ idx.size then
+      throw "S lists some index more than once"
+    return .indexSet { d := d, n := n, up := matrixOfRows up, down := matrixOfRows down,
+                       A := skipOfRows skip, S := S }
+  | none, some yJ =>
+    let y ← parseMatrix "Y" yJ
+    checkShape "Y" y d d
+    return .dual { d := d, n := n, up := matrixOfRows up, down := matrixOfRows down,
+                   A := skipOfRows skip, Y := matrixOfRows y }
+  | some _, some _ =>
+    throw "give exactly one of \"S\" (an index set) and \"Y\" (a dual certificate), not both"
+  | none, none =>
+    throw "missing key \"S\" (an index set) or \"Y\" (a dual certificate)"
+
+/-! ### Exponents of number literals -/
+
+/-- The largest exponent magnitude accepted in a JSON number literal (`1e4096`, `1e-4096`).
+Lean's JSON parser computes `10^e` for a literal with exponent `e`, which does not end for an
+absurd `e`; doubles need at most `e = 324`. -/
+def maxExponent : ℕ := 4096
+
+/-- The state of the scan for exponents: outside strings (`afterDigit`: the last character
+was a digit), inside a string, after a backslash in a string, right after an exponent marker
+`e`/`E`, reading exponent digits (their value so far), or a too large exponent seen. -/
+inductive ScanState where
+  /-- Outside strings; `afterDigit` says whether the last character was a digit. -/
+  | normal (afterDigit : Bool)
+  /-- Inside a string literal. -/
+  | inString
+  /-- Right after a backslash inside a string literal. -/
+  | escape
+  /-- Right after an exponent marker `e`/`E` that follows a digit. -/
+  | expStart
+  /-- Reading the digits of an exponent; `value` is the value so far. -/
+  | expDigits (value : ℕ)
+  /-- An exponent larger than `maxExponent` was seen. -/
+  | tooLarge
+
+/-- One character outside strings. -/
+def scanNormal (afterDigit : Bool) (c : Char) : ScanState :=
+  if c == '"' then .inString
+  else if afterDigit && (c == 'e' || c == 'E') then .expStart
+  else .normal c.isDigit
+
+/-- One more exponent digit `c` after the value `v`. -/
+def scanExpDigit (v : ℕ) (c : Char) : ScanState :=
+  let v' := 10 * v + (c.toNat - '0'.toNat)
+  if v' > maxExponent then .tooLarge else .expDigits v'
+
+/-- One step of the scan. -/
+def scanStep : ScanState → Char → ScanState
+  | .tooLarge, _ => .tooLarge
+  | .inString, c =>
+    if c == '\\' then .escape else if c == '"' then .normal false else .inString
+  | .escape, _ => .inString
+  | .expStart, c =>
+    if c == '+' || c == '-' then .expDigits 0
+    else if c.isDigit then scanExpDigit 0 c
+    else scanNormal false c
+  | .expDigits v, c => if c.isDigit then scanExpDigit v c else scanNormal false c
+  | .normal afterDigit, c => scanNormal afterDigit c
+
+/-- Refuses a text in which a number literal has an exponent above `maxExponent` in absolute
+value (checked on the raw text, before the JSON parser sees it). -/
+def checkExponents (text : String) : Except String Unit :=
+  match text.foldl scanStep (.normal false) with
+  | .tooLarge =>
+    throw s!"a JSON number has an exponent larger than {maxExponent} in absolute value"
+  | _ => pure ()
 
 /-! ### The report -/
 
@@ -328,12 +624,13 @@ def failureJson (B : RatBlock) (p : Fin B.d × Fin B.d) : Lean.Json :=
      ("lhs", Lean.Json.str (ratString (B.lhs p.1 p.2))),
      ("rhs", Lean.Json.str (ratString (B.rhs p.1 p.2)))]
 
-/-- The JSON verdict for a block: `verdict` is `check B`; on failure also the first failing
-entry (`firstFailure`). `S` is listed in increasing order. -/
+/-- The JSON report for a block with a candidate `S`: `verdict` is
+`verdict (.indexSet B)`, a function of `check B`; on failure also the first failing entry
+(`firstFailure`). `S` is listed in increasing order. -/
 def report (B : RatBlock) : Lean.Json :=
   let members : List (Fin B.n) := (List.finRange B.n).filter fun i => decide (i ∈ B.S)
   let base : List (String × Lean.Json) :=
-    [("verdict", Lean.Json.str (if check B then "absorbed" else "condition_fails")),
+    [("verdict", Lean.Json.str (verdict (.indexSet B))),
      ("d", natJson B.d),
      ("n", natJson B.n),
      ("S", Lean.Json.arr (members.map fun i => natJson i.val).toArray),
@@ -342,6 +639,24 @@ def report (B : RatBlock) : Lean.Json :=
     if check B then []
     else ((firstFailure B).map fun p => ("failing_entry", failureJson B p)).toList
   Lean.Json.mkObj (base ++ failure)
+
+/-- The JSON report for a block with a dual certificate `Y`: `verdict` is
+`verdict (.dual B)`, a function of `checkDual B`, with the three numbers it compares:
+`neg_pairing = -⟨A, Y⟩`, `lower = ∑ min(c_i, 0)`, `upper = ∑ max(c_i, 0)`. -/
+def dualReport (B : RatDualBlock) : Lean.Json :=
+  Lean.Json.mkObj
+    [("verdict", Lean.Json.str (verdict (.dual B))),
+     ("certificate", Lean.Json.str "dual"),
+     ("d", natJson B.d),
+     ("n", natJson B.n),
+     ("neg_pairing", Lean.Json.str (ratString (-frobenius B.A B.Y))),
+     ("lower", Lean.Json.str (ratString (∑ i, min (dualCoeff B.up B.down B.Y i) 0))),
+     ("upper", Lean.Json.str (ratString (∑ i, max (dualCoeff B.up B.down B.Y i) 0)))]
+
+/-- The JSON report for a parsed input. -/
+def reportInput : CheckInput → Lean.Json
+  | .indexSet B => report B
+  | .dual B => dualReport B
 
 /-- The error object `{"error": msg}`. -/
 def errorJson (msg : String) : Lean.Json :=
@@ -356,8 +671,9 @@ def parseJson (text : String) : Except String Lean.Json :=
 /-- The whole pure pipeline of the executable: the text of the input file to the JSON
 verdict, or an error message for bad input. -/
 def processInput (text : String) : Except String Lean.Json := do
-  let B ← parseBlock (← parseJson text)
-  return report B
+  checkExponents text
+  let I ← parseInput (← parseJson text)
+  return reportInput I
 
 end Checker
 

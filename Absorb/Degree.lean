@@ -19,7 +19,7 @@ An ungated block scales by `c` when `σ(2 z) = c σ(z)`; a gated block scales by
 
 ## Main results
 
-* `Absorb.eq_zero_of_mulVec_eq_zero` : a square matrix that kills every vector is zero.
+* `Absorb.eq_zero_of_forall_mulVec_eq_zero` : a square matrix that kills every vector is zero.
 * `Absorb.not_absorbable_of_two_smul` : the argument for any kind of blocks that scale by
   `c ≠ 2`.
 * `Absorb.not_absorbable_of_scaling` : Proposition 5, ungated, `σ(2 z) = c σ(z)`, `c ≠ 2`.
@@ -41,7 +41,7 @@ variable {d n : ℕ}
 /-! ### Two facts about matrices -/
 
 /-- A square matrix that kills every vector is zero: its column `j` is `A (e_j) = 0`. -/
-theorem eq_zero_of_mulVec_eq_zero {A : Matrix (Fin d) (Fin d) ℝ} (h : ∀ x, A *ᵥ x = 0) :
+theorem eq_zero_of_forall_mulVec_eq_zero {A : Matrix (Fin d) (Fin d) ℝ} (h : ∀ x, A *ᵥ x = 0) :
     A = 0 := by
   ext i j
   have hij := congrFun (h (Pi.single j 1)) i
@@ -69,7 +69,7 @@ theorem not_absorbable_of_two_smul (K : BlockKind d) {c : ℝ}
     (hc : c ≠ 2) {A : Matrix (Fin d) (Fin d) ℝ} (hA : A ≠ 0) (p : K.Params) :
     ¬ Absorbable K (skipMap A K p) := by
   rintro ⟨V, hV⟩
-  refine hA (eq_zero_of_mulVec_eq_zero fun x => ?_)
+  refine hA (eq_zero_of_forall_mulVec_eq_zero fun x => ?_)
   funext i
   show (A *ᵥ x) i = 0
   -- The five scalar identities at coordinate `i`.

@@ -143,7 +143,7 @@ theorem tendsto_inv_smul_gatedMap {g : ℝ → ℝ} (hg0 : g 0 = 0) (hg : Contin
 /-! ### Proposition 6 -/
 
 /-- A matrix that kills every vector is zero. (Kept private: `Absorb.Degree` has the public
-version `Absorb.eq_zero_of_mulVec_eq_zero`; this file depends only on `Absorb.Basic` and
+version `Absorb.eq_zero_of_forall_mulVec_eq_zero`; this file depends only on `Absorb.Basic` and
 `Absorb.Activations`.) -/
 private theorem eq_zero_of_forall_mulVec_eq_zero {A : Matrix (Fin d) (Fin d) ℝ}
     (h : ∀ x, A *ᵥ x = 0) : A = 0 := by

@@ -361,6 +361,28 @@ def test_checker_agreement_on_the_lean_fixtures() -> None:
     assert not lean.checker_agrees("not json", {"verdict": "absorbed"})[0]
 
 
+def test_dual_fixtures_agree_with_the_python_dual_checker() -> None:
+    """The Lean checker's dual-certificate fixtures (verdict and the three compared numbers)
+    are what the independent Python checker computes on the same exact inputs."""
+    from fractions import Fraction
+
+    from absorb.certificates.verify import check_dual
+
+    fixtures = Path(__file__).parent / "fixtures" / "lean"
+    cases = sorted(fixtures.glob("dual_*.expected.json"))
+    assert len(cases) == 2
+    for expected_path in cases:
+        expected = json.loads(expected_path.read_text(encoding="utf-8"))
+        name = expected_path.name.removesuffix(".expected.json")
+        payload = json.loads((fixtures / f"{name}.json").read_text(encoding="utf-8"))
+        check = check_dual(payload["W_up"], payload["W_down"], payload["Y"],
+                           payload.get("A_skip"), exact=True)
+        assert expected["verdict"] == ("no_index_set" if check.valid else "certificate_fails")
+        assert Fraction(expected["neg_pairing"]) == check.value
+        assert Fraction(expected["lower"]) == check.lower
+        assert Fraction(expected["upper"]) == check.upper
+
+
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     script = _script(tmp_path / "slow", f"sleep 60 & echo $! > {pids}; echo started; wait\n")
