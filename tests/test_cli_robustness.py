@@ -119,6 +119,13 @@ def test_absurd_search_options_are_refused_up_front(extra: list[str], needs: str
     assert "would need at least" in line and needs in line
 
 
+def test_a_check_whose_certificate_would_not_fit_is_refused_up_front() -> None:
+    # n > d²: the relaxation needs the eigendecomposition of the n×n Gram matrix (3n² floats)
+    line = _one_line_error(_capped(["check", "--activation", "relu", "--d", "100", "--n",
+                                    "600000", "--json"]))
+    assert "relaxation certificate" in line and "TiB of memory; 12.8 GiB is available" in line
+
+
 def test_budget_arithmetic() -> None:
     cost = search_cost(4, 16, 16, samples=100_000_000, steps=1500, restarts=4)
     # over 3 scales: inputs, targets, held-out (3d) and four hidden arrays, 8 bytes each

@@ -229,10 +229,21 @@ def cmd_activations(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
     return {"activations": rows}, lines
 
 
+def _require_decidable(block: Block) -> None:
+    """Refuse up front a block whose float relaxation (the certificate ``decide`` computes for
+    ungated odd-part-linear activations) would not fit in memory or time."""
+    if block.activation.odd_part_linear and not block.activation.gated:
+        from absorb.certificates import relaxation_cost
+
+        require(relaxation_cost(block.d, block.n),
+                f"the relaxation certificate of a block with d={block.d}, n={block.n}")
+
+
 def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.theory import decide
 
     block = _block(args)
+    _require_decidable(block)
     result = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search)
     return result, _text_check(result)
 
