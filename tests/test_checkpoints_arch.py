@@ -178,7 +178,7 @@ def test_wrong_orientation_is_an_error_not_a_swap(tmp_path: Path,
     case = next(c for c in CASES if c.arch == "falcon")
     (up, down, _), = case.stacks
     write(tmp_path / "f", mlp_tensors(rng, up, down, biases=False, conv1d=True), case.config)
-    with pytest.raises(AbsorbError, match=r"layer 0: as nn.Linear .* gives d = 12, but "
+    with pytest.raises(AbsorbError, match=r"layer 0: as nn.Linear .* gives d = 12, n = 4, but "
                                           r"config.json hidden_size = 4 \(the transposed"):
         inspect_checkpoint(tmp_path / "f")
 
@@ -226,3 +226,22 @@ def test_t5_config_must_fit_the_names(tmp_path: Path, rng: np.random.Generator) 
         {**case.config, "feed_forward_proj": "gated-gelu"}))
     with pytest.raises(AbsorbError, match="feed_forward_proj = 'gated-gelu' does not fit"):
         inspect_checkpoint(tmp_path / "t")
+
+
+def test_width_from_config_is_checked(tmp_path: Path, rng: np.random.Generator) -> None:
+    case = CASES[0]  # BERT, config intermediate_size = 12
+    (up, down, _), = case.stacks
+    write(tmp_path / "w", mlp_tensors(rng, up, down, n=10), case.config)
+    with pytest.raises(AbsorbError, match=r"layer 0: .* n = 10, but config\.json "
+                                          r"intermediate_size = 12"):
+        inspect_checkpoint(tmp_path / "w")
+
+
+def test_partial_names_are_reported(tmp_path: Path, rng: np.random.Generator) -> None:
+    # LLaMA up/down projections without their gates: no layout fits, and the message says why
+    tensors = mlp_tensors(rng, "model.layers.{i}.mlp.up_proj", "model.layers.{i}.mlp.down_proj",
+                          biases=False)
+    write(tmp_path / "p", tensors, {"model_type": "llama", "hidden_size": D})
+    with pytest.raises(AbsorbError, match=r"unknown layout: .*llama: layer 0: no tensor matches "
+                                          r"the gate pattern 'model\.layers\.\{i\}\.mlp\.gate"):
+        inspect_checkpoint(tmp_path / "p")

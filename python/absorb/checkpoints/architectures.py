@@ -33,8 +33,10 @@ GATED = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "relu": "reglu",
 # Gates the catalog holds only as a close relative: the verdict's theorem (linearization)
 # needs g(0) = 0 and g continuous, which both satisfy; the witness numbers use the relative.
 GATED_RELATIVE = {"gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu"}
-# config.json keys holding the model dimension d, in the order they are looked for.
+# config.json keys holding the model dimension d, and the hidden width n, in the order
+# they are looked for.
 DIM_KEYS = ("hidden_size", "n_embd", "d_model", "dim", "n_embed")
+WIDTH_KEYS = ("intermediate_size", "ffn_dim", "d_ff", "n_inner", "ffn_hidden_size", "hidden_dim")
 
 
 @dataclass(frozen=True)
@@ -177,10 +179,19 @@ def catalog_activation(arch: Architecture, config: Mapping[str, Any] | None) -> 
                       "pass --activation NAME")
 
 
-def model_dimension(config: Mapping[str, Any] | None) -> tuple[int, str] | None:
-    """d from ``config.json`` and the key it came from; None where no key holds it."""
-    for key in DIM_KEYS:
+def _config_int(config: Mapping[str, Any] | None, keys: tuple[str, ...]) -> tuple[int, str] | None:
+    for key in keys:
         value = (config or {}).get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, key
     return None
+
+
+def model_dimension(config: Mapping[str, Any] | None) -> tuple[int, str] | None:
+    """d from ``config.json`` and the key it came from; None where no key holds it."""
+    return _config_int(config, DIM_KEYS)
+
+
+def hidden_width(config: Mapping[str, Any] | None) -> tuple[int, str] | None:
+    """n from ``config.json`` and the key it came from (GPT-2's ``n_inner`` may be null)."""
+    return _config_int(config, WIDTH_KEYS)

@@ -24,6 +24,7 @@ from absorb.checkpoints.architectures import (
     Stack,
     catalog_activation,
     get_architecture,
+    hidden_width,
     model_dimension,
 )
 from absorb.checkpoints.reading import Checkpoint
@@ -93,6 +94,31 @@ def find_stack(keys: Iterable[str], stack: Stack, *, anchored: bool) -> Match | 
 
 
 @dataclass(frozen=True)
+class Dims:
+    """d and n as ``config.json`` states them (value, key), where it does."""
+
+    d: tuple[int, str] | None = None
+    n: tuple[int, str] | None = None
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any] | None) -> Dims:
+        return cls(model_dimension(config), hidden_width(config))
+
+    def check(self, where: str, as_layout: str, d: int, n: int) -> None:
+        """AbsorbError when the weights' (d, n) contradict the config (never a swap)."""
+        for got, stated, other in ((d, self.d, n), (n, self.n, d)):
+            if stated is not None and stated[0] != got:
+                flip = (" (the transposed layout would fit: pass the right --arch)"
+                        if other == stated[0] else "")
+                raise AbsorbError(f"{where}: {as_layout}, n = {n}, but config.json "
+                                  f"{stated[1]} = {stated[0]}{flip}")
+
+    def to_json(self) -> dict[str, object]:
+        return {name: None if v is None else {"value": v[0], "source": f"config.json {v[1]}"}
+                for name, v in (("d", self.d), ("n", self.n))}
+
+
+@dataclass(frozen=True)
 class LayerSpec:
     """One layer's tensor keys (weights and the biases present), d and n, and stored dtype."""
 
@@ -110,7 +136,7 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 
 def layer_spec(ckpt: Checkpoint, match: Match, layer: int, layout: Layout,
-               dim: tuple[int, str] | None) -> LayerSpec:
+               dims: Dims) -> LayerSpec:
     """Keys, d and n of one layer, its orientation checked (from the headers only)."""
     keys = match.keys(layer)
     where = f"layer {match.label(layer)}"
@@ -135,9 +161,7 @@ def layer_spec(ckpt: Checkpoint, match: Match, layer: int, layout: Layout,
         raise AbsorbError(f"{biases['gate_bias']}: a gate bias is not supported "
                           "(g(W_gate x + c))")
     as_layout = f"as {LAYOUT_TEXT[layout]}, {keys['up']} ({_shape_text(up)}) gives d = {d}"
-    if dim is not None and dim[0] != d:
-        flip = " (the transposed layout would fit: pass the right --arch)" if n == dim[0] else ""
-        raise AbsorbError(f"{where}: {as_layout}, but config.json {dim[1]} = {dim[0]}{flip}")
+    dims.check(where, as_layout, d, n)
     for role, size in (("up_bias", n), ("down_bias", d)):
         if role in biases and ckpt.info(biases[role])[1] != (size,):
             got = _shape_text(ckpt.info(biases[role])[1])
@@ -159,14 +183,14 @@ class Plan:
     activation_source: str
     activation_note: str | None
     matches: tuple[Match, ...]
-    dim: tuple[int, str] | None
+    dims: Dims
     detected_from: str
     orientation_checked: str
 
     def specs(self, ckpt: Checkpoint) -> Iterable[LayerSpec]:
         for match in self.matches:
             for layer in match.layers:
-                yield layer_spec(ckpt, match, layer, self.layout, self.dim)
+                yield layer_spec(ckpt, match, layer, self.layout, self.dims)
 
     def to_json(self) -> dict[str, object]:
         return {"architecture": None if self.architecture is None
@@ -174,8 +198,7 @@ class Plan:
                 "candidates": list(self.candidates), "layout": self.layout,
                 "activation": self.activation.name, "activation_source": self.activation_source,
                 "activation_note": self.activation_note,
-                "model_dimension": None if self.dim is None
-                else {"d": self.dim[0], "source": f"config.json {self.dim[1]}"},
+                "config_sizes": self.dims.to_json(),
                 "detected_from": self.detected_from,
                 "orientation_checked": self.orientation_checked,
                 "patterns": [{"stack": m.stack.name, "prefix": m.prefix,
@@ -187,21 +210,21 @@ def _matches(keys: frozenset[str], arch: Architecture) -> tuple[Match, ...]:
     return tuple(m for s in arch.stacks if (m := find_stack(keys, s, anchored=False)) is not None)
 
 
-def _orientation_evidence(ckpt: Checkpoint, plan_dim: tuple[int, str] | None,
-                          first: Match) -> str:
+def _orientation_evidence(ckpt: Checkpoint, dims: Dims, first: Match) -> str:
     keys = first.keys(first.layers[0])
-    if plan_dim is not None:
-        return f"against config.json {plan_dim[1]} = {plan_dim[0]}"
+    stated = [f"{v[1]} = {v[0]}" for v in (dims.d, dims.n) if v is not None]
+    if stated:
+        return f"against config.json {' and '.join(stated)}"
     if any((b := bias_key(k)) is not None and b in ckpt.keys for k in keys.values()):
         return "against the bias shapes"
-    return "not checked: no config.json dimension and no biases (the architecture's layout)"
+    return "not checked: no config.json sizes and no biases (the architecture's layout)"
 
 
 def _fits(ckpt: Checkpoint, arch: Architecture, matches: tuple[Match, ...],
-          dim: tuple[int, str] | None) -> bool:
+          dims: Dims) -> bool:
     """Does the first layer's shape evidence (d, biases) allow ``arch``'s layout?"""
     try:
-        layer_spec(ckpt, matches[0], matches[0].layers[0], arch.layout, dim)
+        layer_spec(ckpt, matches[0], matches[0].layers[0], arch.layout, dims)
     except AbsorbError:
         return False
     return True
@@ -238,7 +261,7 @@ def detect(ckpt: Checkpoint, *, arch: str | None = None,
     """The plan for a checkpoint: ``arch`` (a table name) overrides detection."""
     config = ckpt.config
     model_type = (config or {}).get("model_type")
-    dim = model_dimension(config)
+    dims = Dims.of(config)
     if arch is not None:
         chosen = get_architecture(arch)
         matches = _matches(ckpt.keys, chosen)
@@ -246,12 +269,19 @@ def detect(ckpt: Checkpoint, *, arch: str | None = None,
             raise AbsorbError(f"--arch {arch}: no tensor matches {chosen.stacks[0].up!r}")
         candidates, source = [chosen], f"--arch {arch}"
     else:
-        found = [(a, m) for a in ARCHITECTURES if (m := _matches(ckpt.keys, a))]
+        found, partial = [], []
+        for a in ARCHITECTURES:
+            try:
+                if m := _matches(ckpt.keys, a):
+                    found.append((a, m))
+            except AbsorbError as exc:  # some of a's names, not all: reported if nothing fits
+                partial.append(f"{a.name}: {exc}")
         if not found:
             sample = ", ".join(sorted(ckpt.keys)[:4])
             raise AbsorbError(f"unknown layout: no known MLP tensor names (model_type "
-                              f"{model_type!r}; tensors like {sample}); pass --arch NAME or "
-                              "--up/--down [--gate] --activation")
+                              f"{model_type!r}; tensors like {sample}"
+                              + "".join(f"; {p}" for p in partial)
+                              + "); pass --arch NAME or --up/--down [--gate] --activation")
         by_type = [(a, m) for a, m in found if model_type in a.model_types]
         if by_type:
             found, source = by_type, f"tensor names and config.json model_type {model_type!r}"
@@ -262,9 +292,9 @@ def detect(ckpt: Checkpoint, *, arch: str | None = None,
             source = "tensor names" + ("" if config is None else
                                        f" (config.json model_type {model_type!r} is not in the "
                                        "table)")
-        fitting = [(a, m) for a, m in found if _fits(ckpt, a, m, dim)] if len(found) > 1 else found
+        fitting = [(a, m) for a, m in found if _fits(ckpt, a, m, dims)] if len(found) > 1 else found
         if not fitting:  # every candidate's layout contradicts the shapes: show why
-            layer_spec(ckpt, found[0][1][0], found[0][1][0].layers[0], found[0][0].layout, dim)
+            layer_spec(ckpt, found[0][1][0], found[0][1][0].layers[0], found[0][0].layout, dims)
         if len({_kind(a, config) for a, _ in fitting}) > 1:
             raise AbsorbError(
                 "ambiguous layout: the tensor names fit "
@@ -276,7 +306,7 @@ def detect(ckpt: Checkpoint, *, arch: str | None = None,
         candidates = [a for a, _ in fitting]
     act, act_source, note = _resolve_activation(chosen, config, activation)
     return Plan(chosen, tuple(a.name for a in candidates), chosen.layout, act, act_source, note,
-                matches, dim, source, _orientation_evidence(ckpt, dim, matches[0]))
+                matches, dims, source, _orientation_evidence(ckpt, dims, matches[0]))
 
 
 def explicit_plan(ckpt: Checkpoint, *, up: str, down: str, gate: str | None,
@@ -293,6 +323,6 @@ def explicit_plan(ckpt: Checkpoint, *, up: str, down: str, gate: str | None,
     match = find_stack(ckpt.keys, stack, anchored=True)
     if match is None:
         raise AbsorbError(f"no tensor matches the pattern {up!r}")
-    dim = model_dimension(ckpt.config)
-    return Plan(None, (), "linear", act, "--activation", None, (match,), dim,
-                "--up/--down patterns", _orientation_evidence(ckpt, dim, match))
+    dims = Dims.of(ckpt.config)
+    return Plan(None, (), "linear", act, "--activation", None, (match,), dims,
+                "--up/--down patterns", _orientation_evidence(ckpt, dims, match))

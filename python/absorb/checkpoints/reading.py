@@ -38,9 +38,12 @@ def _read_json(path: Path, what: str) -> Any:
 
 def _header(path: Path) -> dict[str, Any]:
     """The JSON header of a safetensors file (8-byte little-endian length, then JSON)."""
-    with path.open("rb") as fh:
-        (size,) = struct.unpack("<Q", fh.read(8))
-        return cast(dict[str, Any], json.loads(fh.read(size))) | {"__size__": size}
+    try:
+        with path.open("rb") as fh:
+            (size,) = struct.unpack("<Q", fh.read(8))
+            return cast(dict[str, Any], json.loads(fh.read(size))) | {"__size__": size}
+    except (OSError, struct.error, ValueError, TypeError) as exc:
+        raise AbsorbError(f"{path}: unreadable safetensors header ({exc})") from None
 
 
 class _Shard:
