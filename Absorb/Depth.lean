@@ -6,8 +6,8 @@ import Absorb.Linearization
 # Deep stacks: residual stacks are not residual-free stacks
 
 This file formalizes Corollary 7 of Mijoski–Karbevski, *Can an MLP Absorb Its Own Skip
-Connection?* (arXiv 2604.23705), for homogeneous blocks of degree `k ≥ 2` and for gated blocks
-as in Proposition 6 (`Absorb.Linearization`), through one abstract property of a block kind.
+Connection?* (arXiv 2604.23705), for homogeneous blocks of a *natural* degree `k ≥ 2`
+(`k : ℕ`, `σ(t z) = t ^ k σ(z)` with the monoid power) and for gated blocks as in Proposition 6 (`Absorb.Linearization`), through one abstract property of a block kind.
 
 A kind `K` is *flat at zero* (`Absorb.FlatAtZero K`) if every block of that kind is `o(‖y‖)`
 at the origin, in the sequential form: whenever `t⁻¹ • y t → v` as `t → 0⁺`, also
@@ -18,8 +18,9 @@ at the origin, in the sequential form: whenever `t⁻¹ • y t → v` as `t →
 
 so `R ≠ H` as soon as `d ≥ 1` (take `x = (1, …, 1)`). The depths need not be equal.
 
-The case `0 < k < 1` (letting `t → ∞`, documented as **ours** in `THEORY.md`) is not
-formalized here.
+Scope: only natural degrees `k ≥ 2` are formal. The statement also holds for real `k > 1`
+(`t ^ k` as `Real.rpow`, same proof) and for `0 < k < 1` (letting `t → ∞`, **ours** in
+`THEORY.md`); neither is formalized here.
 
 ## Main definitions
 
@@ -150,8 +151,8 @@ theorem flatAtZero_gated {g : ℝ → ℝ} (hg0 : g 0 = 0) (hg : ContinuousAt g 
   intro p v y hy
   exact tendsto_inv_smul_gatedMap hg0 hg p hy
 
-/-- An ungated block whose activation is continuous and positively homogeneous of degree
-`k ≥ 2` is `o(‖y‖)` at `0`: for `t > 0`,
+/-- An ungated block whose activation is continuous and positively homogeneous of a natural
+degree `k ≥ 2` (`k : ℕ`) is `o(‖y‖)` at `0`: for `t > 0`,
 `t⁻¹ • W_down σ(W_up y) = W_down (t^{k-1} σ(W_up (t⁻¹ • y)))`, and `t^{k-1} → 0` while
 `σ(W_up (t⁻¹ • y t)) → σ(W_up v)`. -/
 theorem tendsto_inv_smul_ungatedMap {σ : ℝ → ℝ} {k : ℕ} (hσ : Continuous σ)
@@ -217,11 +218,12 @@ theorem flatAtZero_ungated_of_homogeneous {σ : ℝ → ℝ} {k : ℕ} (hσ : Co
 
 /-! ### Corollary 7 -/
 
-/-- **depth_degree** (paper Corollary 7, homogeneous case `k ≥ 2`). Let `σ` be continuous and
-positively homogeneous of degree `k ≥ 2` and `d > 0`. No residual stack of ungated `σ`-blocks
-of width `n`, `(id + M_L) ∘ ⋯ ∘ (id + M_1)`, equals a nonempty residual-free stack
-`h_{L'} ∘ ⋯ ∘ h_1` of the same kind (in particular for `L' = L`). The case `0 < k < 1`
-(via `t → ∞`, **ours** in `THEORY.md`) is not formalized. -/
+/-- **depth_degree** (paper Corollary 7, homogeneous case, natural `k ≥ 2`). Let `σ` be
+continuous and positively homogeneous of a natural degree `k ≥ 2` (`k : ℕ`,
+`σ(t z) = t ^ k σ(z)` for `t > 0`) and `d > 0`. No residual stack of ungated `σ`-blocks of
+width `n`, `(id + M_L) ∘ ⋯ ∘ (id + M_1)`, equals a nonempty residual-free stack
+`h_{L'} ∘ ⋯ ∘ h_1` of the same kind (in particular for `L' = L`). Real degrees `k > 1` and
+`0 < k < 1` (via `t → ∞`, **ours** in `THEORY.md`) are not formalized. -/
 theorem residualStack_ne_plainStack_of_homogeneous {σ : ℝ → ℝ} {k : ℕ} (hσ : Continuous σ)
     (hhom : ∀ t z : ℝ, 0 < t → σ (t * z) = t ^ k * σ z) (hk : 2 ≤ k) (hd : 0 < d)
     (ps : List (ungated σ d n).Params) {qs : List (ungated σ d n).Params} (hqs : qs ≠ []) :

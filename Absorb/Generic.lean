@@ -17,9 +17,12 @@ set is empty. Otherwise any solution `W₀` has `L W₀ = -A j k ≠ 0`, so `L �
 lies in the level set `{x | L x = L W₀}`: a translate of the proper subspace `ker L`, which
 is null for every additive Haar measure.
 
-Together with the necessity half of the paper's Theorems 8 and 10 (`index_set_necessary`,
-not formalized here) this says that for almost every `W_down` a ReLU or GELU skip block is
-not absorbable.
+What is proved here: for a fixed `W_up` and almost every `W_down`, **no index set exists**.
+This file does not prove that the skip block is not absorbable. That step is
+`index_set_necessary`, formal for ReLU only (`Absorb.indexSetCond_of_absorbable_relu` in
+`Absorb.Necessary`) and only under nondegeneracy hypotheses on `W_up` and `W_down`. The joint
+statement over `(W_up, W_down)` and the combination with `index_set_necessary` into "almost
+surely not absorbable" are not formalized.
 
 ## Main results
 
@@ -152,9 +155,9 @@ theorem volume_setOf_indexSetCond_fixed_eq_zero {A : Matrix (Fin d) (Fin d) ℝ}
 forces `0 < d`) and fix `W_up`. The set of down-projections `W_down` for which some index
 set `S` satisfies `W_down[:,S] W_up[S,:] = -A` has Lebesgue measure zero in
 `Fin d → Fin n → ℝ`. It is a finite union, over the `2^n` sets `S`, of null sets
-(`volume_setOf_indexSetCond_fixed_eq_zero`). Consequently, for almost every `W_down`
-(whatever `W_up`) no index set exists, and by the necessity half of the paper's
-Theorems 8 and 10 a ReLU or GELU skip block is generically not absorbable. -/
+(`volume_setOf_indexSetCond_fixed_eq_zero`). So for every fixed `W_up` and almost every
+`W_down` no index set exists. (That the skip block is then not absorbable needs
+`index_set_necessary` and its nondegeneracy hypotheses; it is not part of this statement.) -/
 theorem volume_setOf_indexSetCond_eq_zero {A : Matrix (Fin d) (Fin d) ℝ} (hA : A ≠ 0)
     (up : Matrix (Fin n) (Fin d) ℝ) :
     volume {down : Fin d → Fin n → ℝ | ∃ S : Finset (Fin n), IndexSetCond A up down S} = 0 := by
