@@ -126,6 +126,17 @@ def test_a_check_whose_certificate_would_not_fit_is_refused_up_front() -> None:
     assert "relaxation certificate" in line and "TiB of memory; 12.8 GiB is available" in line
 
 
+@pytest.mark.parametrize("value", ["1e300", "inf", "0", "-5", "nan", "soon"])
+def test_a_timeout_the_os_cannot_wait_for_is_refused(value: str, cli: Cli) -> None:
+    line = _one_line_error(cli("verify", "--root", str(REPO), "--timeout", value))
+    assert "--timeout" in line
+
+
+@pytest.mark.parametrize("size", ["1e400", "1.5", "nan", "2x"])
+def test_sizes_must_be_whole_finite_numbers(size: str, cli: Cli) -> None:
+    _one_line_error(cli("search", *BLOCK, "--samples", size))
+
+
 def test_budget_arithmetic() -> None:
     cost = search_cost(4, 16, 16, samples=100_000_000, steps=1500, restarts=4)
     # over 3 scales: inputs, targets, held-out (3d) and four hidden arrays, 8 bytes each

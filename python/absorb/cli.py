@@ -152,6 +152,18 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
+#: Longest --timeout accepted: a week (beyond it the OS's timers overflow long before).
+MAX_TIMEOUT = 7 * 86_400.0
+
+
+def timeout_type(text: str) -> float:
+    """An argparse type for ``--timeout``: seconds, positive, at most :data:`MAX_TIMEOUT`."""
+    seconds = float(_positive(float)(text))
+    if seconds > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"at most {MAX_TIMEOUT:.0f} s (a week), got {text!r}")
+    return seconds
+
+
 def _block(args: argparse.Namespace) -> Block:
     """The block of ``check``/``search``: from --weights, or random from --d/--n/--seed."""
     act = get_activation(args.activation)
@@ -379,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="repository root (default: found from the CWD)")
     p = command("verify", cmd_verify, "build the Lean library and audit its axioms (needs lake)")
     p.add_argument("--root", help="repository root (default: found from the CWD)")
-    p.add_argument("--timeout", type=_positive(float), default=3600.0,
+    p.add_argument("--timeout", type=timeout_type, default=3600.0,
                    help="seconds allowed for each toolchain command")
     p.add_argument("--backend", choices=("lake", "dojo"), default="lake",
                    help="lake: build and #print axioms; dojo: trace with LeanDojo (extra "
