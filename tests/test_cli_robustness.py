@@ -240,3 +240,31 @@ def test_benchmarks_never_write_the_committed_results_unless_asked(tmp_path: Pat
         assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
         assert proc.stdout == ""  # refused before measuring anything
     assert results.read_bytes() == before and mine.read_text() == "my notes\n"
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def test_write_atomic_replaces_whole_files_and_leaves_no_temporaries(tmp_path: Path) -> None:
+    from absorb.files import write_atomic
+
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    write_atomic(target, "new ü")
+    assert target.read_text(encoding="utf-8") == "new ü"
+    with pytest.raises(IsADirectoryError):
+        write_atomic(tmp_path, "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_ctrl_c_during_a_group_of_renames_waits_for_the_group(tmp_path: Path) -> None:
+    from absorb.files import interrupts_deferred, write_atomic
+
+    names = [f"f{k}" for k in range(5)]
+    with pytest.raises(KeyboardInterrupt), interrupts_deferred():
+        for k, name in enumerate(names):
+            write_atomic(tmp_path / name, "new")
+            if k == 1:
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the group
+    assert all((tmp_path / n).read_text() == "new" for n in names)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

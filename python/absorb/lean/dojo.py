@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from absorb.errors import AbsorbError, ToolMissing
-from absorb.files import write_atomic
+from absorb.files import interrupts_deferred, write_atomic
 from absorb.lean.audit import audit
 from absorb.lean.source import scan_lean
 from absorb.lean.toolchain import INSTALL_HINT, find_lake, run_process
@@ -178,15 +178,15 @@ def export_walkthroughs(theorems: Sequence[Mapping[str, Any]], out: Path) -> lis
     out.mkdir(parents=True, exist_ok=True)
     by_id = {thm.id: thm for thm in THEOREMS}
     written = []
-    for t in theorems:
-        if not t["lean"]:
-            continue
-        thm = by_id[t["id"]]
-        doc = {"id": thm.id, "title": thm.title, "statement": thm.statement,
-               "paper": thm.paper, "status": t["status"], "declarations": t["walkthrough"]}
-        name = f"{thm.id}.json"
-        write_atomic(out / name, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        written.append(name)
+    docs = {f"{t['id']}.json": {"id": t["id"], "title": by_id[t["id"]].title,
+                                "statement": by_id[t["id"]].statement,
+                                "paper": by_id[t["id"]].paper, "status": t["status"],
+                                "declarations": t["walkthrough"]}
+            for t in theorems if t["lean"]}
+    with interrupts_deferred():  # the walk-through of one run, never half old, half new
+        for name, doc in docs.items():
+            write_atomic(out / name, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+            written.append(name)
     return written
 
 
