@@ -197,11 +197,10 @@ def _trace(root: str, commit: str, dest: str) -> None:
     traced_repo = trace(LeanGitRepo(root, commit), build_deps=False)
     records: dict[str, Any] = {}
     for t in traced_repo.get_traced_theorems():
-        file = str(t.file_path)
-        if file.startswith((".lake", "lake-packages")):
+        if t.repo != traced_repo.repo:
             continue  # a dependency's theorem
         records[t.theorem.full_name] = {
-            "file": file,
+            "file": str(t.file_path),
             "start": list(t.start),
             "end": list(t.end),
             "tactic_proof": t.get_tactic_proof(),
