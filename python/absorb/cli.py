@@ -252,8 +252,11 @@ def _require_decidable(block: Block) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    from absorb.stacks import commands as stack_commands
     from absorb.theory import decide
 
+    if args.weights is not None and stack_commands.is_stack_file(args.weights):
+        return stack_commands.run_check(args)
     block = _block(args)
     _require_decidable(block)
     result = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search)
@@ -261,6 +264,10 @@ def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    from absorb.stacks import commands as stack_commands
+
+    if args.weights is not None and stack_commands.is_stack_file(args.weights):
+        return stack_commands.run_search(args)
     from absorb.search import fit_residual_free
 
     block = _block(args)

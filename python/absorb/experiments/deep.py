@@ -20,7 +20,7 @@ import numpy as np
 from absorb.activations import get_activation
 from absorb.blocks import Block, ExactWeights, random_block
 from absorb.experiments.base import EXACT_TOL, ExperimentResult, _series
-from absorb.stacks import decide_stack, stack_jacobian
+from absorb.stacks import decide_stack, fit_stack, stack_jacobian
 from absorb.stacks.arrangement import active_pattern, region_points
 from absorb.stacks.exact import det, exact_weights
 from absorb.stacks.narrow import check_determinants
@@ -190,7 +190,7 @@ def deep_open_jacobian_rank(rng: np.random.Generator) -> ExperimentResult:
     """OPEN: rank of R's realization Jacobian vs the residual-free family's dimension bound."""
     rows: list[dict[str, object]] = []
     L = 2
-    for d, n, draws in ((2, 4, 5), (2, 5, 5), (3, 6, 4), (3, 7, 3)):
+    for d, n, draws in ((2, 4, 4), (2, 5, 3), (3, 6, 3)):
         bound = L * (2 * n * d - n) - (L - 1) * d * d
         for _ in range(draws):
             R = [_grid_block(d, n, rng) for _ in range(L)]
@@ -243,5 +243,31 @@ def deep_open_jacobian_rank(rng: np.random.Generator) -> ExperimentResult:
                 f"{folding}/{len(rows)} stacks have a folding block")
 
 
+def deep_open_fits(rng: np.random.Generator) -> ExperimentResult:
+    """OPEN: least-squares fits of residual-free stacks, generic R against planted controls."""
+    d, n, L = 2, 4, 2
+    rows: list[dict[str, object]] = []
+    for kind in ("planted", "planted", "planted", "generic", "generic"):
+        R = (planted_narrow_stack(d, n, L, rng) if kind == "planted"
+             else [random_block(RELU, d, n, rng) for _ in range(L)])
+        fit = fit_stack(R, rng=rng, restarts=4, samples=64, max_nfev=300)
+        best = max(fit.relative_error.values())
+        rows.append({"stack": kind, "d": d, "n": n, "L": L,
+                     "best fit rel. error (max over scales)": best,
+                     "recovered (< 1e-6)": best < 1e-6 if kind == "planted" else None})
+    recovered = sum(r["recovered (< 1e-6)"] is True for r in rows)
+    generic = min(float(str(r["best fit rel. error (max over scales)"])) for r in rows
+                  if r["stack"] == "generic")
+    return ExperimentResult(
+        "deep_open_fits", "depth_narrow",
+        "OPEN (n >= 2d): Levenberg–Marquardt fits of residual-free ReLU stacks of the same "
+        "widths (d = 2, n = 4, L = 2; 4 restarts) to planted per-layer index-set stacks "
+        "(controls: absorbable) and to random residual stacks. The fit counts only as far as "
+        "it recovers the controls; a residual error is evidence, never proof.",
+        recovered > 0, rows, open=True,
+        summary=f"open: the fit recovers {recovered}/3 planted controls; random stacks best "
+                f"{generic:.2g} (evidence only)")
+
+
 EXPERIMENTS_DEEP = (deep_narrow_certified, deep_narrow_control_planted, deep_image_cone_example,
-                    deep_open_jacobian_rank)
+                    deep_open_jacobian_rank, deep_open_fits)

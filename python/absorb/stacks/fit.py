@@ -153,7 +153,7 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
     starts += [("random", _random_like(target, rng)) for _ in range(restarts - 1)]
     per_restart = []
     for _, theta0 in starts:
-        res = least_squares(residual, theta0, jac=jac, method="trf", max_nfev=max_nfev)
+        res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev)
         H = unflatten(res.x, target, False)
         per_restart.append({
             s: float(np.max(np.abs(stack_forward(H, Xs) - stack_forward(target, Xs)))
