@@ -23,7 +23,6 @@ from absorb.errors import AbsorbError
 from absorb.experiments.base import STATUSES, Experiment, ExperimentResult
 from absorb.experiments.controls import EXPERIMENTS_CONTROLS
 from absorb.experiments.deep import EXPERIMENTS_DEEP
-from absorb.experiments.deep import EXPERIMENTS_DEEP
 from absorb.experiments.index_sets import EXPERIMENTS_INDEX_SETS
 from absorb.experiments.scaling import EXPERIMENTS_SCALING
 from absorb.manifest import THEOREMS
