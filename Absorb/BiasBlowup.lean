@@ -229,6 +229,10 @@ theorem reluAtInfinity_of_mul {σ Φ : ℝ → ℝ} (hσ : ∀ w, σ w = w * Φ 
       first
       | exact tendsto_id.atTop_mul_const_of_neg hz
       | exact tendsto_id.atTop_mul_neg_const hz
+      | exact (tendsto_neg_atTop_atBot.comp (tendsto_id.atTop_mul_const (neg_pos.2 hz))).congr
+          fun t => by
+            show -(t * -z) = t * z
+            ring
     have harg : Tendsto (fun t : ℝ => t * z + c) atTop atBot := by
       first
       | exact tendsto_atBot_add_const_right _ c h1

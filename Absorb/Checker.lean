@@ -249,8 +249,9 @@ structure RatDualBlock where
 instance decidableDualCond {d n : ℕ} (A : Matrix (Fin d) (Fin d) ℚ)
     (up : Matrix (Fin n) (Fin d) ℚ) (down : Matrix (Fin d) (Fin n) ℚ)
     (Y : Matrix (Fin d) (Fin d) ℚ) : Decidable (DualCond A up down Y) := by
-  unfold DualCond
-  infer_instance
+  first
+    | (unfold DualCond; infer_instance)
+    | exact instDecidableOr
 
 /-- The dual checker (ours): decides `-⟨A, Y⟩ < ∑ min(c_i, 0)` or `-⟨A, Y⟩ > ∑ max(c_i, 0)`,
 `c_i = a_iᵀ Y b_i`, exactly in rational arithmetic, in `O(n d²)` operations. -/
@@ -319,7 +320,10 @@ theorem indexSetCond_of_verdict_eq_absorbed {B : RatBlock}
   rw [verdict_indexSet]
   cases check B
   · intro h
-    exact absurd h (by decide)
+    first
+      | exact absurd h (by decide)
+      | exact absurd h (by simp)
+      | (simp at h; done)
   · intro _
     rfl
 
@@ -335,7 +339,10 @@ theorem not_indexSetCond_of_verdict_eq_noIndexSet {B : RatDualBlock}
     rw [verdict_dual]
     cases checkDual B
     · intro h
-      exact absurd h (by decide)
+      first
+        | exact absurd h (by decide)
+        | exact absurd h (by simp)
+        | (simp at h; done)
     · intro _
       rfl
   exact not_indexSetCond_of_checkDual B hc
@@ -352,9 +359,15 @@ theorem verdict_eq_absorbed {I : CheckInput} (h : verdict I = "absorbed") :
     rw [verdict_dual]
     cases checkDual B
     · intro h
-      exact absurd h (by decide)
+      first
+        | exact absurd h (by decide)
+        | exact absurd h (by simp)
+        | (simp at h; done)
     · intro h
-      exact absurd h (by decide)
+      first
+        | exact absurd h (by decide)
+        | exact absurd h (by simp)
+        | (simp at h; done)
 
 /-- The verdict `"no_index_set"`, for any input: it is only printed for a dual-certificate
 input, and then no index set exists. -/
@@ -369,9 +382,15 @@ theorem verdict_eq_noIndexSet {I : CheckInput} (h : verdict I = "no_index_set") 
     rw [verdict_indexSet]
     cases check B
     · intro h
-      exact absurd h (by decide)
+      first
+        | exact absurd h (by decide)
+        | exact absurd h (by simp)
+        | (simp at h; done)
     · intro h
-      exact absurd h (by decide)
+      first
+        | exact absurd h (by decide)
+        | exact absurd h (by simp)
+        | (simp at h; done)
 
 /-! ### Reading the input -/
 
