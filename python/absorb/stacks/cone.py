@@ -24,6 +24,7 @@ by the argument above for the stored numbers, not merely measured.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -33,7 +34,7 @@ from scipy.optimize import linprog
 
 from absorb import certificates
 from absorb.blocks import Block, ObjectArray
-from absorb.stacks.arrangement import Vector, arrangement_rays
+from absorb.stacks.arrangement import MAX_RAY_SUBSETS, Vector, arrangement_rays
 from absorb.stacks.exact import as_fractions, det, exact_weights, inverse
 
 
@@ -139,6 +140,9 @@ def _nonneg_rows(gens: list[Vector], d: int) -> ObjectArray | None:
 
 def _generators(prev: Block) -> tuple[list[Vector] | None, str]:
     """The nonzero f_prev(γ) over the rays γ of prev's arrangement (None: not computable)."""
+    if math.comb(prev.n, prev.d - 1) > MAX_RAY_SUBSETS:
+        return None, (f"the previous layer's arrangement has up to C({prev.n}, {prev.d - 1}) "
+                      f"rays, above the limit {MAX_RAY_SUBSETS}")
     U, W, A = exact_weights(prev)
     rays = arrangement_rays(U)
     if rays is None:

@@ -37,6 +37,8 @@ from absorb.stacks.narrow import check_determinants
 VERIFY_SCALES = (1e-2, 1.0, 1e2)
 VERIFY_POINTS = 256
 LIMIT_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
+#: The exact evaluation of R and H over ℚ at test points is skipped above this many weights.
+MAX_EXACT_CHECK_WEIGHTS = 20000
 #: Activations that are ReLU at infinity (σ(tz + c)/t → ReLU(z)): bias_blowup applies.
 RELU_AT_INFINITY = frozenset({"relu", "gelu", "gelu_tanh", "silu"})
 
@@ -124,7 +126,8 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], base: dict[str
         "layers": details,
         "absorbing_stack": [_weights_json(m, base["exact"]) for m in matches],
         **verify_stack(blocks, H, rng)}
-    if not any(b.has_biases for b in blocks) and blocks[0].activation.name == "relu":
+    small = sum(b.W_up.size + b.W_down.size for b in blocks) <= MAX_EXACT_CHECK_WEIGHTS
+    if small and not any(b.has_biases for b in blocks) and blocks[0].activation.name == "relu":
         U0 = exact_weights(blocks[0])[0]
         points = rational_grid(blocks[0].d, rng) + (arrangement_rays(U0) or [])
         out["exact_check"] = {"points": len(points),

@@ -84,14 +84,16 @@ def check_determinants(block: Block, layer: int) -> DeterminantCheck:
     if bound is not None and bound < 1.0:
         return DeterminantCheck(layer, True, "norm_bound", bound, None, None, None, None,
                                 f"‖W‖₂‖U‖₂ ≤ ‖W‖_F‖U‖_F ≤ {bound:.6g} < 1")
-    U, W, A = exact_weights(block)
-    points = region_points(U)
+    # the bound on the region count needs no exact weights: refuse before converting them
+    points = (region_points(exact_weights(block)[0])
+              if region_bound(block.n, block.d) <= MAX_REGIONS else None)
     if points is None:
         why = (f"the arrangement may have {region_bound(block.n, block.d)} regions, above "
                f"the enumeration limit {MAX_REGIONS}")
         return DeterminantCheck(layer, False, "none", bound, None, None, None, None,
                                 why + ("" if bound is None else
                                        f"; the norm bound {bound:.6g} is not < 1"))
+    U, W, A = exact_weights(block)
     smallest: Fraction | None = None
     for p in points:
         S = list(active_pattern(U, p))
