@@ -2,6 +2,7 @@ import Absorb.Basic
 import Absorb.Activations
 import Absorb.Parity
 import Absorb.IndexSet
+import Absorb.BiasBlowup
 
 /-!
 # An index set is necessary: the "only if" half of the paper's Theorem 8 (ReLU)
@@ -41,14 +42,17 @@ Proof (the route of `THEORY.md`, "Proof in more detail").
 * `Absorb.exists_dotProduct_ne_zero`, `Absorb.exists_perp_of_not_collinear` : step 3.
 * `Absorb.indexSetCond_of_absorbable_relu` : **index_set_necessary** for ReLU (paper
   Theorem 8, "only if"), any skip matrix `A`, no biases.
+* `Absorb.indexSetCond_of_absorbable_ungated`, `Absorb.indexSetCond_of_absorbable_geluWith` :
+  the same for every bias-free activation that is ReLU at infinity (`Absorb.ReluAtInfinity`:
+  GELU, the paper's Theorem 10 "only if"; SiLU and tanh-GELU, ours), through **bias_blowup**.
+* `Absorb.indexSetCond_of_absorbable_biased` : the same with arbitrary biases (ours), through
+  **bias_blowup**.
 
 ## Scope
 
-Only ReLU without biases is proved here. The GELU case (the paper's Theorem 10, "only if") and
-the biased cases are not derived in this file: they follow by composing
-`Absorb.indexSetCond_of_absorbable_relu` with **bias_blowup**
-(`Absorb.absorbable_relu_of_absorbable_biased`) for biased blocks, and for bias-free GELU blocks
-additionally with the embedding of bias-free blocks as biased blocks with zero biases.
+The hypotheses are those of the paper's Theorem 8 (nondegenerate `W_up`, `W_down`; same width
+`n` for the absorbing block); the activation cases beyond ReLU use `Absorb.ReluAtInfinity`, whose
+instances are proved in `Absorb.BiasBlowup`.
 -/
 
 open scoped Matrix
@@ -521,6 +525,59 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
           congrArg (fun s => ∑ i, W.down r i * W.up i k - 2 * s)
             (sum_univ_ite_mem S fun i => W.down r i * W.up i k)
   linarith
+
+/-! ### Other activations and biases, through bias_blowup -/
+
+/-- **index_set_necessary** for bias-free blocks with any activation `σ` that is ReLU at
+infinity (`Absorb.ReluAtInfinity`: ReLU, GELU, tanh-GELU, SiLU), any skip matrix `A` (the
+paper's Theorem 10, "only if", for GELU; ours for the others): under the nondegeneracy
+hypotheses of `Absorb.indexSetCond_of_absorbable_relu`, if `x ↦ A x + W_down σ(W_up x)` is
+absorbable by bias-free `σ`-blocks of the same width `n`, then some index set `S` has
+`W_down[:,S] W_up[S,:] = -A`. Proof: **bias_blowup**
+(`Absorb.absorbable_relu_of_absorbable_ungated`) reduces it to the ReLU case. -/
+theorem indexSetCond_of_absorbable_ungated {σ : ℝ → ℝ} (hσ : ReluAtInfinity σ)
+    (A : Matrix (Fin d) (Fin d) ℝ) (W : UngatedWeights d n)
+    (hup : ∀ i, W.up i ≠ 0)
+    (hcol : ∀ i j, i ≠ j → ∀ μ : ℝ, W.up i ≠ μ • W.up j)
+    (hdown : ∀ i, ∃ r, W.down r i ≠ 0)
+    (habs : Absorbable (ungated σ d n) (skipMap A (ungated σ d n) W)) :
+    ∃ S : Finset (Fin n), IndexSetCond A W.up W.down S :=
+  indexSetCond_of_absorbable_relu A W hup hcol hdown
+    (absorbable_relu_of_absorbable_ungated hσ A W habs)
+
+/-- **index_set_necessary** for GELU (the paper's Theorem 10, "only if"; any skip matrix `A`,
+no biases): for `geluWith Φ z = z · Φ(z)` with `Φ → 1` at `+∞` and `Φ → 0` at `-∞` (the exact
+GELU is the case `Φ` = the standard normal CDF) and nondegenerate weights as in
+`Absorb.indexSetCond_of_absorbable_relu`, absorbability of `x ↦ A x + W_down GELU(W_up x)` by
+bias-free GELU blocks of the same width forces an index set `S` with
+`W_down[:,S] W_up[S,:] = -A`. -/
+theorem indexSetCond_of_absorbable_geluWith {Φ : ℝ → ℝ}
+    (hTop : Filter.Tendsto Φ Filter.atTop (nhds 1))
+    (hBot : Filter.Tendsto Φ Filter.atBot (nhds 0))
+    (A : Matrix (Fin d) (Fin d) ℝ) (W : UngatedWeights d n)
+    (hup : ∀ i, W.up i ≠ 0)
+    (hcol : ∀ i j, i ≠ j → ∀ μ : ℝ, W.up i ≠ μ • W.up j)
+    (hdown : ∀ i, ∃ r, W.down r i ≠ 0)
+    (habs : Absorbable (ungated (geluWith Φ) d n) (skipMap A (ungated (geluWith Φ) d n) W)) :
+    ∃ S : Finset (Fin n), IndexSetCond A W.up W.down S :=
+  indexSetCond_of_absorbable_ungated (reluAtInfinity_geluWith hTop hBot) A W hup hcol hdown habs
+
+/-- **index_set_necessary** with biases (ours; the paper's Theorems 8 and 10 have no biases):
+for any activation `σ` that is ReLU at infinity (ReLU, GELU, tanh-GELU, SiLU), any skip matrix
+`A` and any biases `b_up`, `b_down`, under the nondegeneracy hypotheses on `W_up`, `W_down` of
+`Absorb.indexSetCond_of_absorbable_relu`: if `x ↦ A x + W_down σ(W_up x + b_up) + b_down` is
+absorbable by biased `σ`-blocks of the same width `n`, then some index set `S` has
+`W_down[:,S] W_up[S,:] = -A`. Proof: **bias_blowup**
+(`Absorb.absorbable_relu_of_absorbable_biased`) and the ReLU case. -/
+theorem indexSetCond_of_absorbable_biased {σ : ℝ → ℝ} (hσ : ReluAtInfinity σ)
+    (A : Matrix (Fin d) (Fin d) ℝ) (W : BiasedWeights d n)
+    (hup : ∀ i, W.up i ≠ 0)
+    (hcol : ∀ i j, i ≠ j → ∀ μ : ℝ, W.up i ≠ μ • W.up j)
+    (hdown : ∀ i, ∃ r, W.down r i ≠ 0)
+    (habs : Absorbable (biased σ d n) (skipMap A (biased σ d n) W)) :
+    ∃ S : Finset (Fin n), IndexSetCond A W.up W.down S :=
+  indexSetCond_of_absorbable_relu A (UngatedWeights.mk W.up W.down) hup hcol hdown
+    (absorbable_relu_of_absorbable_biased hσ A W habs)
 
 end Absorb
 
