@@ -13,7 +13,7 @@ from absorb.activations import CATALOG, get_activation
 from absorb.errors import AbsorbError
 
 NAMES = ("relu", "gelu", "gelu_tanh", "silu", "relu2", "tanh", "sigmoid", "identity",
-         "swiglu", "geglu", "reglu", "glu")
+         "swiglu", "geglu", "reglu", "glu", "softplus")
 GRID = np.linspace(-8.0, 8.0, 2001)
 reals = st.floats(min_value=-50.0, max_value=50.0, allow_nan=False)
 

@@ -17,6 +17,7 @@ from tests.conftest import exact_planted_json, plant
 from absorb import certificates
 from absorb.activations import get_activation
 from absorb.blocks import Block, random_block
+from absorb.certificates import check_dual
 from absorb.manifest import get_theorem
 from absorb.theory import (
     COLLINEAR_TOL,
@@ -187,7 +188,6 @@ def _tamper_shapes(block: Block) -> list[tuple[str, Block]]:
         ("rows of W_up nonzero and pairwise non-collinear",
          Block(block.activation, W_up, block.W_down)),
         ("columns of W_down nonzero", Block(block.activation, block.W_up, W_down)),
-        ("no biases", Block(block.activation, block.W_up, block.W_down, b_up=np.ones(block.n))),
     ]
 
 
@@ -198,10 +198,10 @@ def test_unmet_necessary_hypotheses_give_undetermined(rng: np.random.Generator) 
         assert r["verdict"] == "undetermined", hypothesis
         assert hypothesis in r["unmet_hypotheses"]  # type: ignore[operator]
         assert "certificate" in r and r["search"] is None
+    # d = 1: every pair of rows is collinear, so the hypothesis fails (and says so)
     one_dim = decide(random_block(get_activation("relu"), 1, 4, rng), rng=rng, search=False)
-    assert one_dim["verdict"] == "undetermined" and "d >= 2" in one_dim["unmet_hypotheses"]  # type: ignore[operator]
-    silu = decide(random_block(get_activation("silu"), 3, 6, rng), rng=rng, search=False)
-    assert silu["verdict"] == "undetermined"
+    assert one_dim["verdict"] == "undetermined"
+    assert "rows of W_up nonzero and pairwise non-collinear" in one_dim["unmet_hypotheses"]  # type: ignore[operator]
 
 
 def test_size_limit_gives_undetermined(rng: np.random.Generator,
@@ -266,14 +266,28 @@ def test_zero_skip_is_trivially_absorbed(rng: np.random.Generator) -> None:
     assert r["verdict"] == "absorbed" and r["max_abs_error"] == 0.0
 
 
-def test_invertible_skip_transfers_and_singular_skip_does_not(rng: np.random.Generator) -> None:
+def test_any_skip_matrix_is_decided_singular_included(rng: np.random.Generator) -> None:
+    """index_set_necessary holds for any A (THEORY.md), so a singular skip is decided too."""
     act = get_activation("relu")
     invertible = decide(random_block(act, 3, 6, rng, skip=_invertible(3, rng)), rng=rng)
     assert invertible["verdict"] == "not_absorbed"
     singular = np.outer(rng.standard_normal(3), rng.standard_normal(3))
-    r = decide(random_block(act, 3, 6, rng, skip=singular), rng=rng, search=False)
-    assert r["verdict"] == "undetermined"
-    assert "identity skip or invertible A (reduction)" in r["unmet_hypotheses"]  # type: ignore[operator]
+    block = random_block(act, 3, 6, rng, skip=singular)
+    r = decide(block, rng=rng, search=False)
+    assert r["verdict"] == "not_absorbed" and r["chain"] == ["index_set_necessary",
+                                                            "relaxation_certificate"]
+    dual = r["certificate"]["dual"]  # type: ignore[index]
+    Y = [[Fraction(q) for q in row] for row in dual["Y"]]
+    assert check_dual(block.W_up, block.W_down, Y, singular).valid
+    # a rank-one skip is absorbed by a planted index set of one unit
+    W_up, W_down = block.W_up.copy(), block.W_down.copy()
+    u, v = np.linalg.svd(singular)[0][:, 0], np.linalg.svd(singular)[2][0]
+    sigma = np.linalg.svd(singular)[1][0]
+    W_up[0], W_down[:, 0] = v, -sigma * u
+    planted = Block(act, W_up, W_down, A_skip=singular)
+    r1 = decide(planted, rng=rng, search=False)
+    assert r1["verdict"] == "absorbed" and 0 in r1["S"]  # type: ignore[operator]
+    assert r1["max_relative_error"] < 1e-9  # type: ignore[operator]
 
 
 @settings(max_examples=60, deadline=None)

@@ -8,7 +8,11 @@ Each entry records the structural facts the verdict logic needs:
   (ReGLU: g = ReLU is homogeneous of degree 1 and the value is linear, so k = 2);
 * ``g0`` — g(0) for gated units (the linearization theorem needs g(0) = 0);
 * ``odd_part_linear`` — σ(z) − σ(−z) = z, i.e. σ(z) = z F(z) with F(z) + F(−z) = 1
-  (ReLU: F = step, GELU: F = Φ, tanh-GELU: F = ½(1 + tanh(·)), SiLU: F = logistic).
+  (ReLU: F = step, GELU: F = Φ, tanh-GELU: F = ½(1 + tanh(·)), SiLU: F = logistic), or
+  softplus (log(1 + e^z) − log(1 + e^{−z}) = z);
+* ``relu_at_infinity`` — σ(tz + c)/t → ReLU(z) as t → ∞ for all real z, c (THEORY.md,
+  bias_blowup): ReLU, GELU, tanh-GELU, SiLU, softplus; not tanh, sigmoid, ReLU², identity.
+  The error is at most (|c| + sup|σ − ReLU|)/t, and sup|σ − ReLU| is finite for each of them.
 """
 
 from __future__ import annotations
@@ -56,6 +60,11 @@ def silu(z: Array) -> Array:
     return np.asarray(z * expit(z), dtype=np.float64)
 
 
+def softplus(z: Array) -> Array:
+    """log(1 + e^z), computed as max(z, 0) + log1p(e^{−|z|}) (no overflow)."""
+    return np.asarray(np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))), dtype=np.float64)
+
+
 def sigmoid(z: Array) -> Array:
     """The logistic sigmoid 1 / (1 + e^{−z})."""
     return np.asarray(expit(z), dtype=np.float64)
@@ -84,6 +93,7 @@ class Activation:
     odd_part_linear: bool
     verdict: str
     theorems: tuple[str, ...]
+    relu_at_infinity: bool = False
 
     def __call__(self, z: Array) -> Array:
         return self.fn(z)
@@ -100,31 +110,30 @@ class Activation:
             "gate": self.gate,
             "g0": self.g0,
             "odd_part_linear": self.odd_part_linear,
+            "relu_at_infinity": self.relu_at_infinity,
             "verdict": self.verdict,
             "theorems": list(self.theorems),
         }
 
 
 _INDEX_SET_VERDICT = (
-    "absorbable iff W_down[:,S] W_up[S,:] = -I for some index set S (d >= 2, nondegenerate "
-    "weights, no biases); generically not absorbable"
-)
-_SUFFICIENT_VERDICT = (
-    "absorbable if W_down[:,S] W_up[S,:] = -I for some index set S; the converse is not proved"
+    "absorbable iff W_down[:,S] W_up[S,:] = -A for some index set S (nondegenerate weights; "
+    "with or without biases, via bias_blowup); generically not absorbable"
 )
 _NO_THEOREM_VERDICT = "no theorem applies; numerical search only"
 
+_BLOWUP_THEOREMS = ("odd_part", "index_set_sufficient", "bias_blowup", "index_set_necessary",
+                    "relaxation_certificate")
+
 _ENTRIES = (
     Activation("relu", "homogeneous", relu, 1.0, None, None, True, _INDEX_SET_VERDICT,
-               ("odd_part", "index_set_sufficient", "index_set_necessary",
-                "generic_measure_zero", "relaxation_certificate")),
+               (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True),
     Activation("gelu", "ungated", gelu, None, None, None, True, _INDEX_SET_VERDICT,
-               ("odd_part", "index_set_sufficient", "index_set_necessary",
-                "generic_measure_zero", "relaxation_certificate")),
-    Activation("gelu_tanh", "ungated", gelu_tanh, None, None, None, True, _SUFFICIENT_VERDICT,
-               ("odd_part", "index_set_sufficient", "relaxation_certificate")),
-    Activation("silu", "ungated", silu, None, None, None, True, _SUFFICIENT_VERDICT,
-               ("odd_part", "index_set_sufficient", "relaxation_certificate")),
+               (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True),
+    Activation("gelu_tanh", "ungated", gelu_tanh, None, None, None, True, _INDEX_SET_VERDICT,
+               _BLOWUP_THEOREMS, relu_at_infinity=True),
+    Activation("silu", "ungated", silu, None, None, None, True, _INDEX_SET_VERDICT,
+               _BLOWUP_THEOREMS, relu_at_infinity=True),
     Activation("relu2", "homogeneous", relu2, 2.0, None, None, False,
                "never absorbable without biases (degree, k = 2)", ("degree", "depth_degree")),
     Activation("tanh", "ungated", tanh, None, None, None, False, _NO_THEOREM_VERDICT, ()),
@@ -142,6 +151,8 @@ _ENTRIES = (
                ("degree", "linearization", "depth_degree")),
     Activation("glu", "gated", sigmoid, None, "sigmoid", 0.5, False,
                "no theorem applies (g(0) = 1/2); numerical search only", ()),
+    Activation("softplus", "ungated", softplus, None, None, None, True, _INDEX_SET_VERDICT,
+               _BLOWUP_THEOREMS, relu_at_infinity=True),
 )
 
 CATALOG: Mapping[str, Activation] = MappingProxyType({a.name: a for a in _ENTRIES})

@@ -30,6 +30,7 @@ THEOREM_IDS: tuple[str, ...] = (
     "index_set_necessary",
     "generic_measure_zero",
     "relaxation_certificate",
+    "bias_blowup",
 )
 
 _STRING_KEYS = ("title", "statement", "paper")

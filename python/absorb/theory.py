@@ -15,16 +15,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from absorb import certificates
 from absorb.blocks import Array, Block, ObjectArray
+from absorb.certificates import check_index_set
+from absorb.certificates.rounding import (
+    FLOAT64_TOL,
+    UNIT_ROUNDOFF,
+    corrected,
+    repair,
+    search_tolerance,
+    storage_dtype,
+)
 from absorb.errors import AbsorbError
 from absorb.manifest import get_theorem
 from absorb.search import fit_residual_free
-from absorb.weights import rational_rank, skip_is_invertible
+from absorb.weights import rational_rank
 
 LINEARIZATION_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 VERIFY_SCALES = (1e-2, 1.0, 1e2)
@@ -35,6 +46,8 @@ COLLINEAR_TOL = 1e-10
 EVIDENCE_RESTARTS, EVIDENCE_STEPS, EVIDENCE_SAMPLES = 2, 300, 512
 # Measured: at small sizes a generic (provably non-absorbable) ReLU block and a planted
 # absorbable one reach similar fit errors (about 1 %), so the fit decides nothing by itself.
+SCOPE = ("the verdict is about the abstract block A x + MLP(x), as in the paper; a real "
+         "transformer layer also holds a LayerNorm, which this question leaves aside")
 EVIDENCE_NOTE = ("weak numerical evidence: the best fit of a residual-free block of the same "
                  "width; a small error does not prove absorbability and a large one does not "
                  "prove impossibility")
@@ -215,17 +228,14 @@ def noncollinear_rows(W: Any, exact: bool) -> bool:
 
 
 def necessary_hypotheses(block: Block) -> list[str]:
-    """The hypotheses of index_set_necessary that this block does NOT meet (empty: all hold)."""
+    """The hypotheses of the chain bias_blowup → index_set_necessary that this block does NOT
+    meet (empty: all hold). No d ≥ 2, n ≥ d or invertible A is needed (THEORY.md)."""
     unmet = []
-    if block.activation.name not in ("relu", "gelu"):
-        unmet.append(f"activation relu or gelu (index_set_necessary is proved for those only; "
-                     f"got {block.activation.name})")
-    if block.d < 2:
-        unmet.append("d >= 2")
-    if block.n < block.d:
-        unmet.append("n >= d")
-    if block.has_biases:
-        unmet.append("no biases")
+    act = block.activation
+    bias_free_paper = act.name in ("relu", "gelu") and not block.has_biases
+    if not bias_free_paper and not act.relu_at_infinity:
+        unmet.append(f"σ ReLU at infinity: σ(tz + c)/t -> ReLU(z) (bias_blowup; "
+                     f"{act.name} is not)")
     exact = block.exact is not None
     W_up: Any = block.exact.W_up if block.exact is not None else block.W_up
     W_down: Any = block.exact.W_down if block.exact is not None else block.W_down
@@ -233,66 +243,237 @@ def necessary_hypotheses(block: Block) -> list[str]:
         unmet.append("rows of W_up nonzero and pairwise non-collinear")
     if not np.all(np.any(W_down != 0, axis=0)):
         unmet.append("columns of W_down nonzero")
-    if block.A_skip is not None and not skip_is_invertible(
-        block.A_skip, None if block.exact is None else block.exact.A_skip
-    ):
-        unmet.append("identity skip or invertible A (reduction)")
     return unmet
 
 
-def _certificate(result: certificates.IndexSetSearch) -> dict[str, object]:
+def theorem_chain(block: Block) -> list[str]:
+    """The theorems that turn "no index set" into "not absorbable" for this block."""
+    if block.activation.name in ("relu", "gelu") and not block.has_biases:
+        return ["index_set_necessary"]
+    return ["bias_blowup", "index_set_necessary"]
+
+
+def _chain(ids: Sequence[str]) -> dict[str, object]:
+    """``theorem`` (the first ID), ``chain`` and the Lean declarations of every link."""
+    return {"theorem": ids[0] if ids else None, "chain": list(ids),
+            "lean": [name for tid in ids for name in get_theorem(tid).lean]}
+
+
+def _certificate(result: certificates.IndexSetSearch, A_norm: float) -> dict[str, object]:
     rel = result.relaxation
+    r = float(np.sqrt(max(rel.residual, 0.0)))
     return {
         "relaxation_residual": rel.residual,
         "relaxation_residual_exact": (None if rel.residual_exact is None
                                       else str(rel.residual_exact)),
+        "distance": r / A_norm if A_norm > 0 else None,
+        "distance_note": "r/||A||_F: every index set S has ||W_down[:,S] W_up[S,:] + A||_F >= r",
         "gram_rank": rel.rank,
         "tolerance": rel.tolerance,
         "method": result.method,
         "exact": result.exact,
         "detail": result.detail,
+        "notes": list(result.notes),
+        "plan": None if result.plan is None else result.plan.to_json(),
+        "dual": None if result.dual is None else result.dual.to_json(),
     }
 
 
-def _decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
-                      base: dict[str, object]) -> dict[str, object]:
+def _weights(block: Block) -> tuple[Any, Any, Any]:
+    """(W_up, W_down, A) as stored: Fractions for exact input, float64 otherwise."""
     ex = block.exact
-    W_up: Any = ex.W_up if ex is not None else block.W_up
-    W_down: Any = ex.W_down if ex is not None else block.W_down
-    A: Any = ex.A_skip if ex is not None and ex.A_skip is not None else block.A_skip
-    result = certificates.find_index_set(W_up, W_down, A)
+    if ex is not None:
+        A_q = ex.A_skip if ex.A_skip is not None else (
+            None if block.A_skip is None else rounding_free(block.A_skip))
+        return ex.W_up, ex.W_down, A_q
+    return block.W_up, block.W_down, block.A_skip
+
+
+def rounding_free(M: Array) -> ObjectArray:
+    """Float entries as their exact dyadic rationals."""
+    out: ObjectArray = np.vectorize(Fraction, otypes=[object])(M)
+    return out
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Stored format, its unit roundoff, the tolerance (``--tol``) and the search's tolerance.
+
+    Default tolerance: the unit roundoff of the detected format; float64 weights use
+    FLOAT64_TOL (the accuracy of float64 computations on them). Rational input: exact.
+    """
+
+    dtype: str
+    unit_roundoff: float
+    tol: float
+    search_tol: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"dtype": self.dtype, "unit_roundoff": self.unit_roundoff, "tol": self.tol,
+                "search_tol": self.search_tol}
+
+
+def storage(block: Block, tol: float | None) -> Storage:
+    """The :class:`Storage` of a block's weights (detected from the stored values)."""
+    if block.exact is not None:
+        return Storage("rational", 0.0, 0.0, None)
+    dtype = storage_dtype(block.W_up, block.W_down)
+    u = UNIT_ROUNDOFF[dtype]
+    t = (FLOAT64_TOL if dtype == "float64" else u) if tol is None else tol
+    search_tol = max(t, FLOAT64_TOL) if dtype == "float64" else max(
+        search_tolerance(block.W_up, block.W_down, block.skip_matrix(), t), FLOAT64_TOL)
+    return Storage(dtype, u, t, search_tol)
+
+
+def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]:
+    """The sign-flip construction over ℚ (exact input): V_up = D W_up, V_down = W_down,
+    c_up = D b_up, c_down = b_down + W_down[:,S] b_up[S], as Fractions."""
+    ex = block.exact
+    assert ex is not None  # only called for exact blocks
+    idx = list(S)
+    D = np.array([Fraction(-1) if i in set(idx) else Fraction(1) for i in range(block.n)],
+                 dtype=object)
+    out: dict[str, object] = {"W_up": D[:, None] * ex.W_up, "W_down": ex.W_down.copy()}
+    b_up = ex.b_up if ex.b_up is not None else (
+        None if block.b_up is None else rounding_free(block.b_up))
+    b_down = ex.b_down if ex.b_down is not None else (
+        None if block.b_down is None else rounding_free(block.b_down))
+    if b_up is not None:
+        out["b_up"] = D * b_up
+        shift = ex.W_down[:, idx] @ b_up[idx] if idx else np.zeros(block.d, dtype=object)
+        out["b_down"] = shift if b_down is None else b_down + shift
+    elif b_down is not None:
+        out["b_down"] = b_down
+    return out
+
+
+def _absorbed(block: Block, S: list[int], result: certificates.IndexSetSearch,
+              rng: np.random.Generator, base: dict[str, object]) -> dict[str, object]:
+    h = absorbing_block(block, S)
+    ex = block.exact
+    out = {**base, "verdict": "absorbed", **_chain(["index_set_sufficient"]),
+           "reason": f"W_down[:,S] W_up[S,:] = -A for an index set S of size {len(S)}; "
+                     "the sign-flip construction absorbs the skip",
+           "S": S, "absorbing_block": (exact_absorbing_weights(block, S) if ex is not None
+                                       else _weights_json(h)),
+           **_verify(block, h, rng), "index_set_search": result.to_json()}
+    W_up, W_down, A = _weights(block)
+    out["condition_exact"] = check_index_set(W_up, W_down, S, A)
+    return out
+
+
+def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSearch,
+                    rng: np.random.Generator, base: dict[str, object],
+                    store: Storage) -> dict[str, object]:
+    """S meets the condition only up to the storage precision: the least-norm repair of
+    W_down[:,S] and the construction verified on the repaired weights."""
+    dtype = store.dtype
+    rep = repair(block.W_up, block.W_down, block.skip_matrix(), S, dtype, u=store.tol)
+    fixed = Block(block.activation, block.W_up, corrected(block.W_down, rep), block.W_gate,
+                  block.b_up, block.b_down, block.A_skip)
+    h = absorbing_block(fixed, S)
+    check = _verify(fixed, h, rng)
+    if not rep.within_rounding:
+        return {**base, "verdict": "undetermined", **_chain([]),
+                "reason": f"an index set meets the condition within the search tolerance but "
+                          f"not within the rounding bound for tol = {store.tol:.3g}",
+                "S": S, "rounding": rep.to_json(), "unmet_hypotheses": [],
+                "index_set_search": result.to_json()}
+    return {**base, "verdict": "absorbable_up_to_rounding", **_chain(["index_set_sufficient"]),
+            "reason": f"W_down[:,S] W_up[S,:] = -A holds up to the {dtype} storage precision "
+                      f"(|S| = {len(S)}): a change of W_down[:,S] of relative size "
+                      f"{rep.relative_change:.3g} ({rep.in_roundoffs:.3g} unit roundoffs) "
+                      "makes it exact, and the sign-flip construction then absorbs the skip",
+            "S": S, "rounding": rep.to_json(),
+            "condition_exact": False,
+            "corrected_absorbing_block": _weights_json(h),
+            "corrected_construction_check": check,
+            "index_set_search": result.to_json()}
+
+
+def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
+    """The exhaustive search again, in exact arithmetic on the stored (dyadic) values, when its
+    plan fits; None when it would not."""
+    W_up, W_down, A = _weights(block)
+    res = certificates.find_index_set(rounding_free(np.asarray(W_up, dtype=np.float64))
+                                      if block.exact is None else W_up,
+                                      rounding_free(np.asarray(W_down, dtype=np.float64))
+                                      if block.exact is None else W_down,
+                                      None if A is None else (
+                                          rounding_free(np.asarray(A, dtype=np.float64))
+                                          if block.exact is None else A),
+                                      dual=False)
+    return res if res.status != "limit" else None
+
+
+def _decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
+                      base: dict[str, object], tol: float | None,
+                      candidate: Sequence[int] | None) -> dict[str, object]:
+    W_up, W_down, A = _weights(block)
+    store = storage(block, tol)
+    base = {**base, "storage": store.to_json()}
+    A_norm = float(np.linalg.norm(block.skip_matrix()))
+    if candidate is not None:
+        S0 = sorted(int(i) for i in candidate)
+        if any(not 0 <= i < block.n for i in S0) or len(set(S0)) != len(S0):
+            raise AbsorbError(f"S must hold distinct indices in [0, {block.n})")
+        if check_index_set(W_up, W_down, S0, A):
+            pre = certificates.find_index_set(W_up, W_down, A, dual=False,
+                                              tol=store.search_tol or FLOAT64_TOL)
+            out = _absorbed(block, S0, pre, rng, base)
+            out["reason"] = "the given index set S meets the condition exactly; " + str(
+                out["reason"])
+            return out
+    result = (certificates.find_index_set(W_up, W_down, A) if store.search_tol is None
+              else certificates.find_index_set(W_up, W_down, A, tol=store.search_tol))
     if result.status == "found":
         assert result.S is not None  # "found" always carries S (certificates' contract)
         S = list(result.S)
-        h = absorbing_block(block, S)
-        out = {**base, "verdict": "absorbed", **_theorem("index_set_sufficient"),
-               "reason": f"W_down[:,S] W_up[S,:] = -A for an index set S of size {len(S)}; "
-                         "the sign-flip construction absorbs the skip",
-               "S": S, "absorbing_block": _weights_json(h), **_verify(block, h, rng),
-               "index_set_search": result.to_json()}
-        if ex is not None:
-            prod: ObjectArray = W_down[:, S] @ W_up[S, :]
-            target = -(A if A is not None else np.eye(block.d, dtype=int))
-            out["condition_exact"] = bool(np.all(prod == target))
-        return out
-    cert = _certificate(result)
+        exact_ok = check_index_set(W_up, W_down, S, A)
+        resid = certificates.index_set_residual(W_up, W_down, S, A)
+        a_max = float(np.max(np.abs(block.skip_matrix())))
+        if exact_ok or (store.dtype == "float64" and resid <= store.tol * a_max):
+            return _absorbed(block, S, result, rng, base)
+        return _up_to_rounding(block, S, result, rng, base, store)
+    cert = _certificate(result, A_norm)
     if result.status == "limit":
-        return {**base, "verdict": "undetermined", **_theorem(None),
+        return {**base, "verdict": "undetermined", **_chain([]),
                 "reason": "the exact index-set search was stopped by a size limit",
                 "certificate": cert, "unmet_hypotheses": [],
                 "search": _evidence(block, rng, run_search)}
     unmet = necessary_hypotheses(block)
-    if not unmet:
-        cert["theorem"] = ("index_set_necessary: with d >= 2, nondegenerate weights and no "
-                           "biases, an absorbable relu/gelu block has an index set; none exists")
-        return {**base, "verdict": "not_absorbed", **_theorem("index_set_necessary"),
-                "reason": "no index set exists, and index_set_necessary turns that into "
-                          "'not absorbable'",
-                "certificate": cert}
-    return {**base, "verdict": "undetermined", **_theorem(None),
-            "reason": "no index set exists, but index_set_necessary does not apply",
-            "certificate": cert, "unmet_hypotheses": unmet,
-            "search": _evidence(block, rng, run_search)}
+    if unmet:
+        return {**base, "verdict": "undetermined", **_chain([]),
+                "reason": "no index set exists, but index_set_necessary does not apply",
+                "certificate": cert, "unmet_hypotheses": unmet,
+                "search": _evidence(block, rng, run_search)}
+    chain = theorem_chain(block)
+    if result.dual is not None:
+        proof = "dual certificate Y, " + result.dual.check.how
+        chain = [*chain, "relaxation_certificate"]
+    elif result.method == "rank":
+        proof = "rank: rank(A) > n"
+    else:
+        confirm = result if result.exact else _confirm_exactly(block)
+        if confirm is None or confirm.status != "none":
+            return {**base, "verdict": "undetermined", **_chain([]),
+                    "reason": "the floating-point search found no index set, but -A lies "
+                              "inside the zonotope (no dual certificate exists) and the exact "
+                              "search did not confirm it within its budget",
+                    "certificate": cert, "unmet_hypotheses": [],
+                    "search": _evidence(block, rng, run_search)}
+        proof = ("exhaustive search in exact rational arithmetic on the stored weights "
+                 f"({confirm.method}); -A lies inside the zonotope, so no dual certificate "
+                 "exists")
+        cert["exact_search"] = confirm.to_json()
+    cert["proof"] = proof
+    cert["theorem"] = ("no index set exists (" + proof + "); "
+                       + " + ".join(chain) + " turn that into 'not absorbable'")
+    return {**base, "verdict": "not_absorbed", **_chain(chain),
+            "reason": "no index set exists, and "
+                      + (" + ".join(theorem_chain(block)))
+                      + " turn(s) that into 'not absorbable'",
+            "certificate": cert}
 
 
 def _decide_linear(block: Block, rng: np.random.Generator,
@@ -333,8 +514,16 @@ def _decide_linear(block: Block, rng: np.random.Generator,
             **_verify(block, h, rng)}
 
 
-def decide(block: Block, *, rng: np.random.Generator, search: bool = True) -> dict[str, object]:
-    """The ``check`` object of DESIGN.md for one skip block (see the module docstring)."""
+def decide(block: Block, *, rng: np.random.Generator, search: bool = True,
+           tol: float | None = None, candidate: Sequence[int] | None = None
+           ) -> dict[str, object]:
+    """The ``check`` object of DESIGN.md for one skip block (see the module docstring).
+
+    ``tol`` overrides the storage tolerance (default: the unit roundoff of the detected
+    storage format; FLOAT64_TOL for float64); ``candidate`` is an index set to check first.
+    """
+    if tol is not None and not (tol > 0 and np.isfinite(tol)):
+        raise AbsorbError(f"tol must be positive and finite, got {tol}")
     if not block.residual:
         raise AbsorbError("decide needs a skip block (residual=True)")
     act = block.activation
@@ -342,7 +531,7 @@ def decide(block: Block, *, rng: np.random.Generator, search: bool = True) -> di
     base: dict[str, object] = {"activation": act.name, "d": block.d, "n": block.n,
                                "biases": block.has_biases,
                                "skip": "identity" if block.A_skip is None else "matrix",
-                               "exact": block.exact is not None}
+                               "exact": block.exact is not None, "scope": SCOPE}
     if not np.any(A):
         h = Block(act, block.W_up, block.W_down, block.W_gate, block.b_up, block.b_down,
                   residual=False)
@@ -361,7 +550,7 @@ def decide(block: Block, *, rng: np.random.Generator, search: bool = True) -> di
                 "reason": f"gated with g = {act.gate}, g(0) = 0, g continuous, and A != 0",
                 "witness": linearization_witness(block, _point(A, rng), LINEARIZATION_TS)}
     if act.odd_part_linear:
-        return _decide_index_set(block, rng, search, base)
+        return _decide_index_set(block, rng, search, base, tol, candidate)
     if act.degree is not None or act.g0 == 0.0:
         unmet = ["no biases (the degree and linearization theorems assume none)"]
     elif act.gated:

@@ -7,7 +7,7 @@
 * :mod:`.rounding` — storage precision: "absorbable up to rounding".
 """
 
-from absorb.certificates.dual import DualCertificate
+from absorb.certificates.dual import DualCertificate, dual_certificate
 from absorb.certificates.relaxation import Relaxation, gram, relaxation, relaxation_cost
 from absorb.certificates.search import (
     IndexSetSearch,
@@ -28,6 +28,7 @@ __all__ = [
     "brute_force_index_set",
     "check_dual",
     "check_index_set",
+    "dual_certificate",
     "find_index_set",
     "gram",
     "index_set_residual",

@@ -28,10 +28,12 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from absorb.budget import FLOAT_BYTES, Cost
-from absorb.certificates._inputs import FloatArray, Weights
+from absorb.certificates._inputs import FloatArray, Weights, prepare
+from absorb.certificates.relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
 
-__all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "certify", "lp_cost", "lp_separator"]
+__all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "certify", "dual_certificate", "lp_cost",
+           "lp_separator"]
 
 #: Dyadic grids 2⁻ᵏ tried in turn for the rounded certificate (coarse first: short rationals).
 GRIDS = (20, 30, 40, 52)
@@ -130,3 +132,22 @@ def residual_candidates(R: Any) -> list[tuple[Any, str]]:
     if R_arr.dtype == object:
         return [(R_arr.astype(np.float64), src), (R_arr, src + " (exact)")]
     return [(R_arr, src)]
+
+
+def dual_certificate(W_up: Any, W_down: Any, A: Any = None, *,
+                     tol: float = 1e-9) -> DualCertificate | None:
+    """A verified certificate that no index set exists, or None when none was found.
+
+    The relaxation residual when r² > 0 (floats: r² above its tolerance), else the
+    separation LP; None means −A lies in the zonotope (or the LP was too large or failed).
+    """
+    w = prepare(W_up, W_down, A)
+    rel = exact_relaxation(w)[0] if w.exact else float_relaxation(w, tol)[0]
+    if not rel.is_zero:
+        cert = certify(w, residual_candidates(rel.R))
+        if cert is not None:
+            return cert
+    Y, sep = lp_separator(w)
+    if Y is None or sep <= 0:
+        return None
+    return certify(w, [(Y, "separation LP (HiGHS)")])

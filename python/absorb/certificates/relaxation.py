@@ -186,41 +186,20 @@ def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
     r2 = sum((v * v for v in A.ravel()), Fraction(0)) + sum(
         (ci * pi for ci, pi in zip(c, p, strict=True)), Fraction(0)
     )
-    s_min = _exact_min_norm(rows, pivots, p, n)
+    if rank == n:
+        s_min = np.array([float(v) for v in p])
+    else:
+        # the minimum-norm point is reported, not used by any decision: floats suffice, and
+        # the exact projection costs far more than the elimination itself
+        G_f = np.asarray(G, dtype=np.float64)
+        s_min = min_norm_solution(G_f, np.asarray(c, dtype=np.float64), rank)
     # R is the same at every solution (K s is the projection of −vec A); use p
     p_arr = np.array(p, dtype=object)
     R = Wd @ (p_arr[:, None] * Wu) + A
     rel = Relaxation(residual=float(r2), residual_exact=r2,
-                     s=np.array([float(v) for v in s_min]), rank=rank, unique=rank == n,
+                     s=s_min, rank=rank, unique=rank == n,
                      tolerance=None, R=R)
     return rel, ExactSystem(rows, rhs, pivots, p)
-
-
-def _exact_min_norm(
-    R: list[list[Fraction]], pivots: list[int], p: list[Fraction], n: int
-) -> list[Fraction]:
-    """The minimum-norm point p − N(NᵀN)⁻¹Nᵀp of the affine set p + null(R)."""
-    pivot_set = set(pivots)
-    free = [j for j in range(n) if j not in pivot_set]
-    if not free:
-        return p
-    # null-space basis: one vector per free column f, e_f − Σ_rows R[row][f] e_pivot(row)
-    N = []
-    for f in free:
-        v = [Fraction(0)] * n
-        v[f] = Fraction(1)
-        for row_i, col in enumerate(pivots):
-            v[col] = -R[row_i][f]
-        N.append(v)
-    k = len(N)
-    gram_n = [
-        [sum((a * b for a, b in zip(N[i], N[j], strict=True)), Fraction(0)) for j in range(k)]
-        for i in range(k)
-    ]
-    proj = [sum((a * b for a, b in zip(N[i], p, strict=True)), Fraction(0)) for i in range(k)]
-    red, _ = rref([[*gram_n[i], proj[i]] for i in range(k)])
-    coef = [red[i][k] for i in range(k)]
-    return [p[j] - sum((coef[i] * N[i][j] for i in range(k)), Fraction(0)) for j in range(n)]
 
 
 def relaxation(W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9) -> Relaxation:

@@ -72,7 +72,7 @@ MITM_PREFERRED_BYTES = 256 << 20
 MITM_PREFERRED_SECONDS = 1.0
 #: ... and is never started above this share of the available memory or this time.
 MITM_MEMORY_SHARE = 0.5
-MITM_MAX_SECONDS = 600.0
+MITM_MAX_SECONDS = 120.0
 # Measured throughput of the enumeration: seconds per (subset sum × coordinate), for machine
 # integers/floats and for Python integers (object arrays, exact input with huge entries).
 _SECONDS_PER_ENTRY = {"int64": 4e-9, "object": 1.5e-7}
@@ -553,8 +553,16 @@ def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
 def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
                  accept: Callable[[tuple[int, ...]], bool], exact: bool
                  ) -> tuple[Status, tuple[int, ...] | None, str]:
-    Ef = np.asarray(E, dtype=np.float64)
-    tf = np.asarray(t, dtype=np.float64)
+    if E.dtype == object:
+        # Python integers beyond float range: scale each equation by its largest entry first
+        # (int / int is correctly rounded for any size)
+        peak = [max(max(abs(int(x)) for x in row), abs(int(v)), 1) for row, v in zip(E, t,
+                                                                                    strict=True)]
+        Ef = np.array([[int(x) / m for x in row] for row, m in zip(E, peak, strict=True)])
+        tf = np.array([int(v) / m for v, m in zip(t, peak, strict=True)])
+    else:
+        Ef = np.asarray(E, dtype=np.float64)
+        tf = np.asarray(t, dtype=np.float64)
     r = Ef.shape[0]
     # exact integer rows are met exactly by an index set; HiGHS needs a little slack for its
     # own floating-point feasibility tolerance (found points are re-verified exactly).
