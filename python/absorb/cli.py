@@ -297,7 +297,8 @@ def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
 
 def _finding(f: dict[str, Any]) -> str:
-    return f"{f['kind']} {f['file']}:{f['line']}: {f['text']}"
+    where = f" in {f['declaration']}" if f.get("declaration") else ""
+    return f"{f['kind']} {f['file']}:{f['line']}{where}: {f['text']}"
 
 
 def _status_lines(res: dict[str, Any]) -> list[str]:
