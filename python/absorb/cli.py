@@ -267,24 +267,25 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.stacks import commands as stack_commands
 
     if args.weights is not None and stack_commands.is_stack_file(args.weights):
+        # stack fits keep their own defaults
+        args.steps = 1500 if args.steps is None else args.steps
+        args.samples = 2048 if args.samples is None else args.samples
         return stack_commands.run_search(args)
-    from absorb.search import fit_residual_free
+    from absorb.search import explain_lines, resolve_settings, run_search
 
     block = _block(args)
-    width = max(1, round(args.width_factor * block.n))
-    require(search_cost(block.d, block.n, width, samples=args.samples, steps=args.steps,
-                        restarts=args.restarts),
-            f"a search of width {width} with {args.samples} samples, {args.restarts} restarts "
-            f"x {args.steps} steps")
-    res = fit_residual_free(block, width=width, restarts=args.restarts, steps=args.steps,
-                            samples=args.samples, rng=np.random.default_rng(args.seed),
-                            progress=True).to_json()
-    out = {"activation": block.activation.name, "d": block.d, "n": block.n,
-           "width_factor": args.width_factor, **res}
-    return out, [f"{block.activation.name} skip block d={block.d}, n={block.n}; residual-free "
-                 f"fit of width {width}, {args.restarts} restarts x {args.steps} steps",
-                 "best held-out relative error per input scale: "
-                 + _text_errors(res["relative_error"])]  # type: ignore[arg-type]
+    width, steps, samples = resolve_settings(block, args.width_factor, args.engine, args.steps,
+                                             args.samples)
+    runs = 1 if args.no_control else 2
+    require(search_cost(block.d, block.n, width, samples=samples, steps=steps,
+                        restarts=args.restarts * runs),
+            f"a search of width {width} with {samples} samples, {args.restarts} restarts "
+            f"x {steps} steps")
+    out = run_search(block, width_factor=args.width_factor, restarts=args.restarts, steps=steps,
+                     samples=samples, seed=args.seed, engine=args.engine,
+                     control=not args.no_control, init_from_target=args.init_from_target,
+                     time_budget=args.time_budget, progress=True)
+    return out, explain_lines(out)
 
 
 def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
@@ -372,10 +373,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="width of the fitted blocks, as a multiple of n")
     p.add_argument("--restarts", type=_positive(int), default=4,
                    help="independent random initialisations; the best one is reported")
-    p.add_argument("--steps", type=_positive(int), default=1500,
-                   help="optimisation steps per restart")
-    p.add_argument("--samples", type=_positive(int), default=2048,
-                   help="training inputs per input scale (as many again are held out)")
+    p.add_argument("--steps", type=_positive(int), default=None,
+                   help="LM iterations per stage (default 200) or Adam steps (default 1500) "
+                        "per restart")
+    p.add_argument("--samples", type=_positive(int), default=None,
+                   help="training inputs per input scale (default: 8 per unit, 64 to 512, for "
+                        "lm; 2048 for adam); as many held-out pairs (x, 2x)")
+    p.add_argument("--engine", choices=("lm", "adam"), default="lm",
+                   help="lm: variable projection + Levenberg-Marquardt (default); adam")
+    p.add_argument("--time-budget", type=_positive(float), default=None, metavar="SECONDS",
+                   help="stop cleanly after this many seconds (the output says so)")
+    p.add_argument("--no-control", action="store_true",
+                   help="skip the positive control (a planted block of the same size)")
+    p.add_argument("--init-from-target", action="store_true",
+                   help="add one restart from the target's own weights (NOT independent of "
+                        "the theory; labelled so in the output)")
     p = command("inspect", cmd_inspect, "check every MLP block of a safetensors checkpoint")
     p.add_argument("checkpoint", help="a .safetensors file, a folder, or a sharded "
                    "checkpoint's *.safetensors.index.json (config.json read from beside it)")
