@@ -287,10 +287,10 @@ theorem sum_ite_abs_eq_of_forall {ι κ : Type*} [Fintype ι] [Fintype κ] (a : 
 
 /-! ### Step 3: a point on one hyperplane and off the others -/
 
-/-- Finitely many nonzero vectors `z_0, …, z_{m-1}` of `ℝ^d` admit a `q` with `z_lᵀq ≠ 0` for
-every `l` (used for the paper's Theorem 8). Induction on `m`: from `q` good for `z_1, …`, the
-point `q + t z_0` is good for all of them unless `t` is one of the finitely many values
-`-(z_lᵀq)/(z_lᵀz_0)`. -/
+/-- For finitely many nonzero vectors `z_0, …, z_{m-1}` of `ℝ^d` there is a `q` with
+`z_lᵀq ≠ 0` for every `l` (used for the paper's Theorem 8). Induction on `m`: from `q` good for
+`z_1, …`, the point `q + t z_0` is good for all of them unless `t` is one of the finitely many
+values `-(z_lᵀq)/(z_lᵀz_0)`. -/
 theorem exists_dotProduct_ne_zero_fin :
     ∀ (m : ℕ) (z : Fin m → Fin d → ℝ), (∀ l, z l ≠ 0) → ∃ q : Fin d → ℝ, ∀ l, z l ⬝ᵥ q ≠ 0
   | 0, _, _ => ⟨0, fun l => Fin.elim0 l⟩
@@ -324,8 +324,8 @@ theorem exists_dotProduct_ne_zero_fin :
       rw [div_eq_iff hc]
       linarith
 
-/-- Finitely many nonzero vectors of `ℝ^d`, indexed by any finite type, admit a `q` with
-`z_lᵀq ≠ 0` for every `l` (used for the paper's Theorem 8): a vector avoids finitely many
+/-- For finitely many nonzero vectors `z_l` of `ℝ^d`, indexed by any finite type, there is a `q`
+with `z_lᵀq ≠ 0` for every `l` (used for the paper's Theorem 8): a vector avoids finitely many
 hyperplanes. -/
 theorem exists_dotProduct_ne_zero {ι : Type*} [Fintype ι] (z : ι → Fin d → ℝ)
     (hz : ∀ l, z l ≠ 0) : ∃ q : Fin d → ℝ, ∀ l, z l ⬝ᵥ q ≠ 0 := by
@@ -486,7 +486,8 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
   -- Step 5: the odd identity at `x = e_k`, reindexed by `φ`.
   obtain ⟨S, hS⟩ : ∃ S : Finset (Fin n), ∀ i, i ∈ S ↔ μ i < 0 :=
     ⟨Finset.univ.filter (fun i => μ i < 0), fun i =>
-      ⟨fun h0 => (Finset.mem_filter.mp h0).2, fun h0 => Finset.mem_filter.mpr ⟨Finset.mem_univ i, h0⟩⟩⟩
+      ⟨fun h0 => (Finset.mem_filter.mp h0).2,
+        fun h0 => Finset.mem_filter.mpr ⟨Finset.mem_univ i, h0⟩⟩⟩
   refine ⟨S, ?_⟩
   intro r k
   have hodd := odd_identity hV (Pi.single k 1) r
