@@ -34,6 +34,10 @@ def text_lines(r: dict[str, Any]) -> list[str]:
              f"verdict: {r['verdict']}" + (f"  (theorem {r['theorem']})" if r["theorem"] else "")
              + (f"  (construction {r['construction']})" if r.get("construction") else ""),
              f"why: {r['reason']}"]
+    if r.get("witness"):
+        w = r["witness"]
+        lines.append("witness: |R(tx)/t - x| = " + ", ".join(
+            f"{s['gap']:.2e} (t={s['t']:g})" for s in w["steps"]) + f"; |x| = {w['x_norm']:.3g}")
     for layer in r.get("layers", []):
         parts = [f"layer {layer['layer']}: n={layer['n']}",
                  f"index set {layer['index_set']['status']}"]

@@ -8,8 +8,8 @@ Question: does some residual-free stack H = h_L ∘ … ∘ h_1 of the same kind
   (index_set_sufficient) or by the image-cone construction (ReLU, no biases); the construction
   is checked exactly over ℚ (:mod:`absorb.stacks.cone`) and numerically at three scales.
 * ``not_absorbed`` — depth_narrow: first width n₁ < 2d and det(A_l + W_l D U_l) ≠ 0 certified
-  for every realized pattern of every layer (for GELU, tanh-GELU, SiLU or biases, through
-  bias_blowup's limit).
+  for every realized pattern of every layer (for GELU, tanh-GELU, SiLU, softplus or biases,
+  through bias_blowup's limit).
 * ``undetermined`` — neither; the unmet hypotheses are listed.
 """
 
@@ -39,8 +39,6 @@ VERIFY_POINTS = 256
 LIMIT_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 #: The exact evaluation of R and H over ℚ at test points is skipped above this many weights.
 MAX_EXACT_CHECK_WEIGHTS = 20000
-#: Activations that are ReLU at infinity (σ(tz + c)/t → ReLU(z)): bias_blowup applies.
-RELU_AT_INFINITY = frozenset({"relu", "gelu", "gelu_tanh", "silu"})
 
 
 def _theorem(tid: str | None) -> dict[str, object]:
@@ -139,8 +137,9 @@ def _narrow(blocks: Sequence[Block], base: dict[str, Any], details: list[dict[st
             ) -> tuple[dict[str, object] | None, list[str]]:
     d, n1 = blocks[0].d, blocks[0].n
     act = blocks[0].activation
-    if act.name not in RELU_AT_INFINITY:
-        return None, [f"depth_narrow needs ReLU, GELU, tanh-GELU or SiLU (got {act.name})"]
+    if not act.relu_at_infinity:
+        return None, [f"depth_narrow needs an activation that is ReLU at infinity (ReLU, GELU, "
+                      f"tanh-GELU, SiLU, softplus; got {act.name})"]
     if n1 >= 2 * d:
         return None, [f"first hidden width n1 = {n1} < 2d = {2 * d} (depth_narrow)"]
     checks = [check_determinants(b, ell) for ell, b in enumerate(blocks)]

@@ -45,6 +45,7 @@ DERIVATIVES: dict[str, Callable[[Array], Array]] = {
     "gelu": lambda z: 0.5 * (1 + erf(z / np.sqrt(2.0))) + z * np.exp(-0.5 * z * z) / _SQRT2PI,
     "gelu_tanh": _d_gelu_tanh,
     "silu": _d_silu,
+    "softplus": lambda z: 0.5 * (1 + np.tanh(0.5 * z)),
 }
 
 
