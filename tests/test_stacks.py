@@ -351,3 +351,35 @@ def test_search_on_a_stack_file(cli: Cli) -> None:
 def test_decide_stack_rejects_an_empty_stack() -> None:
     with pytest.raises(AbsorbError):
         decide_stack([], rng=np.random.default_rng(0))
+
+
+def test_skip_matrices_in_a_stack() -> None:
+    """Learnable invertible skips: index sets for −A_l, exact determinants of A + W D U, and
+    the Jacobian with A in the chain rule."""
+    rng = np.random.default_rng(10)
+    blocks = []
+    for _ in range(2):
+        A = np.eye(2) + 0.3 * rng.standard_normal((2, 2))
+        B = np.eye(2) + 0.3 * rng.standard_normal((2, 2))
+        b = random_block(RELU, 2, 3, rng, skip=A)
+        W_up, W_down = b.W_up.copy(), b.W_down.copy()
+        W_up[:2], W_down[:, :2] = B, -A @ np.linalg.inv(B)
+        blocks.append(Block(RELU, W_up, W_down, A_skip=A))
+    out = _decide(blocks, 11)
+    assert out["verdict"] == "absorbed" and out["skip"] == "matrix"
+    assert float(out["max_relative_error"]) < 1e-9
+    generic = [random_block(RELU, 2, 3, rng, skip=np.diag([2.0, 0.5])) for _ in range(2)]
+    res = _decide(generic, 12)
+    for layer in res["layers"]:
+        assert layer["determinants"]["method"] == "enumeration"
+    X = rng.standard_normal((3, 2))
+    _, J = stack_jacobian(generic, X)
+    theta, eps = flatten(generic), 1e-6
+
+    def run(t: np.ndarray) -> np.ndarray:
+        skip = [Block(RELU, b.W_up, b.W_down, A_skip=g.A_skip)
+                for b, g in zip(unflatten(t, generic, True), generic, strict=True)]
+        return stack_forward(skip, X).ravel()
+
+    cols = [(run(theta + eps * e) - run(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
+    np.testing.assert_allclose(J, np.stack(cols, axis=1), atol=1e-7)

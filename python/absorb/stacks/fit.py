@@ -1,11 +1,12 @@
 """Numerical side of stacks: the realization Jacobian and residual-free stack fits.
 
-For a stack of ungated blocks y_l = s·y_{l−1} + W_l σ(U_l y_{l−1} + b_l) + c_l (s = 1 residual,
-s = 0 residual-free), :func:`stack_jacobian` returns the outputs on a batch and their Jacobian
-with respect to every weight, by the chain rule backwards through the layers:
-∂y_L/∂W_l = G_l ⊗ σ(z_l), ∂y_L/∂U_l = (G_l W_l ⊙ σ'(z_l)) ⊗ y_{l−1}, G_{l−1} = G_l (s I +
-W_l diag σ'(z_l) U_l), with G_L = I. ``fit_stack`` fits a residual-free stack of the same widths
-by scipy's Levenberg–Marquardt/trust-region least squares on that Jacobian.
+For a stack of ungated blocks y_l = S_l y_{l−1} + W_l σ(U_l y_{l−1} + b_l) + c_l (S_l = A_l, the
+skip matrix, for residual blocks; S_l = 0 for residual-free ones), :func:`stack_jacobian`
+returns the outputs on a batch and their Jacobian with respect to every weight, by the chain
+rule backwards through the layers: ∂y_L/∂W_l = G_l ⊗ σ(z_l), ∂y_L/∂U_l = (G_l W_l ⊙ σ'(z_l)) ⊗
+y_{l−1}, G_{l−1} = G_l (S_l + W_l diag σ'(z_l) U_l), with G_L = I. ``fit_stack`` fits a
+residual-free stack of the same widths by scipy's Levenberg–Marquardt least squares on that
+Jacobian.
 """
 
 from __future__ import annotations
@@ -77,9 +78,8 @@ def unflatten(theta: Array, like: Sequence[Block], residual: bool) -> list[Block
 def stack_jacobian(blocks: Sequence[Block], X: Array) -> tuple[Array, Array]:
     """(R(X), J): outputs (m, d) and ∂vec R(X)/∂θ, shape (m·d, |θ|), θ = :func:`flatten`."""
     act = blocks[0].activation
-    if act.name not in DERIVATIVES or any(b.A_skip is not None for b in blocks):
-        raise AbsorbError(f"stack Jacobians support {', '.join(DERIVATIVES)} with identity "
-                          f"skips (got {act.name})")
+    if act.name not in DERIVATIVES:
+        raise AbsorbError(f"stack Jacobians support {', '.join(DERIVATIVES)} (got {act.name})")
     deriv = DERIVATIVES[act.name]
     ys, zs = [X], []
     for b in blocks:
@@ -96,7 +96,7 @@ def stack_jacobian(blocks: Sequence[Block], X: Array) -> tuple[Array, Array]:
         if b.has_biases:
             layer += [T.reshape(m * d, -1), G.reshape(m * d, -1)]
         cols.append(layer)
-        G = (G if b.residual else 0.0) + T @ b.W_up
+        G = (G @ b.skip_matrix() if b.residual else 0.0) + T @ b.W_up
     J = np.concatenate([c for layer in cols[::-1] for c in layer], axis=1)
     return ys[-1], J
 
