@@ -70,6 +70,7 @@ class SearchResult:
     stopped_by_budget: bool
     bounds: list[dict[str, object]] = field(default_factory=list)
     contradictions: list[dict[str, object]] = field(default_factory=list)
+    from_target_requested: bool = False
 
     @property
     def worst(self) -> float:
@@ -78,7 +79,8 @@ class SearchResult:
 
     @property
     def independent(self) -> bool:
-        return FROM_TARGET not in self.init_kinds
+        """False as soon as a start from the target's weights was asked for (ran or not)."""
+        return not self.from_target_requested and FROM_TARGET not in self.init_kinds
 
     @property
     def status(self) -> str:
@@ -329,4 +331,5 @@ def fit_residual_free(
         per_restart=per_restart, init_kinds=tuple(k for k, _ in starts[: len(per_restart)]),
         seconds=time.perf_counter() - t0, stopped_by_budget=stopped, bounds=bounds,
         contradictions=contradictions(bounds, {"relative_error": fro, "sup_relative_error": sup}),
+        from_target_requested=init_from_target,
     )

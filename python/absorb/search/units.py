@@ -96,6 +96,16 @@ def _sigmoid(z: Array, value: Array, deriv: Array) -> None:
     deriv *= value
 
 
+def _softplus(z: Array, value: Array, deriv: Array) -> None:
+    # σ = max(z, 0) + log1p(e^{−|z|}) (no overflow), σ' = logistic(z)
+    np.abs(z, out=value)
+    np.negative(value, out=value)
+    np.exp(value, out=value)
+    np.log1p(value, out=value)
+    value += np.maximum(z, 0)
+    expit(z, out=deriv)
+
+
 def _identity(z: Array, value: Array, deriv: Array) -> None:
     np.copyto(value, z)
     deriv.fill(1)
@@ -109,6 +119,7 @@ DERIVATIVES: dict[str, UnitFunction] = {
     "silu": _silu,
     "tanh": _tanh,
     "sigmoid": _sigmoid,
+    "softplus": _softplus,
     "identity": _identity,
 }
 """unit(z, value, deriv) for σ (ungated) or the gate g (gated units), keyed by its name."""
