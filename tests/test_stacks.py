@@ -383,3 +383,14 @@ def test_skip_matrices_in_a_stack() -> None:
 
     cols = [(run(theta + eps * e) - run(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
     np.testing.assert_allclose(J, np.stack(cols, axis=1), atol=1e-7)
+
+
+def test_a_stack_fit_beyond_the_budget_is_refused(cli: Cli, tmp_path: Path) -> None:
+    rng = np.random.default_rng(13)
+    arrays = {f"{k}_{ell}": rng.standard_normal(shape) for ell in range(2)
+              for k, shape in (("W_up", (256, 64)), ("W_down", (64, 256)))}
+    np.savez(tmp_path / "big.npz", **arrays)  # type: ignore[arg-type]
+    res = cli("search", "--activation", "relu", "--weights", str(tmp_path / "big.npz"),
+              "--samples", "100000")
+    _one_line_error(res)
+    assert "memory" in res.err

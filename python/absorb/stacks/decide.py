@@ -197,5 +197,9 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
     if search:
         from absorb.stacks.fit import fit_stack
 
-        out["search"] = fit_stack(blocks, rng=rng).to_json()
+        try:
+            out["search"] = fit_stack(blocks, rng=rng).to_json()
+        except AbsorbError as exc:  # the evidence is optional: say why it is missing
+            out["search"] = None
+            out["search_skipped"] = str(exc)
     return out

@@ -19,6 +19,7 @@ from scipy.optimize import least_squares
 from scipy.special import erf
 
 from absorb.blocks import Array, Block, stack_forward
+from absorb.budget import FLOAT_BYTES, Cost, require
 from absorb.errors import AbsorbError
 
 FIT_SCALES = (1e-2, 1.0, 1e2)
@@ -129,12 +130,26 @@ def _random_like(blocks: Sequence[Block], rng: np.random.Generator) -> Array:
     return np.concatenate(parts)
 
 
+def fit_cost(target: Sequence[Block], *, restarts: int, samples: int, max_nfev: int) -> Cost:
+    """A lower bound on a stack fit's needs: the Jacobian (rows = 3·samples·d residuals, one
+    column per weight) and, as large again, the chain rule's per-layer temporaries; at least
+    one rows×P² factorization per Levenberg–Marquardt step, for every step and restart."""
+    rows = len(FIT_SCALES) * samples * target[0].d
+    params = int(flatten(target).size)
+    return Cost(2.0 * FLOAT_BYTES * rows * params,
+                float(restarts) * max_nfev * rows * params * params)
+
+
 def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: int = 3,
               samples: int = 128, max_nfev: int = 200) -> StackFit:
     """Fit residual-free stacks of ``target``'s widths to it (restart 0 warm: the target's own
-    weights; the others random at fan-in scale); every scale weighs by its relative error."""
+    weights; the others random at fan-in scale); every scale weighs by its relative error.
+    Refused up front (AbsorbError) when :func:`fit_cost` does not fit the budget."""
     if restarts < 1 or samples < 1 or max_nfev < 1:
         raise AbsorbError("restarts, samples and max_nfev must be positive")
+    require(fit_cost(target, restarts=restarts, samples=samples, max_nfev=max_nfev),
+            f"a stack fit with {samples} samples per scale, {restarts} restarts x "
+            f"{max_nfev} evaluations")
     d = target[0].d
     X = np.concatenate([s * rng.standard_normal((samples, d)) for s in FIT_SCALES])
     T = stack_forward(target, X)
