@@ -26,6 +26,7 @@ from absorb.experiments.controls import EXPERIMENTS_CONTROLS
 from absorb.experiments.deep import EXPERIMENTS_DEEP
 from absorb.experiments.index_sets import EXPERIMENTS_INDEX_SETS
 from absorb.experiments.scaling import EXPERIMENTS_SCALING
+from absorb.experiments.search import EXPERIMENTS_SEARCH
 from absorb.manifest import THEOREMS
 
 __all__ = ["EXPERIMENTS", "POSITIVE_CONTROLS", "STATUSES", "Experiment", "ExperimentResult",
@@ -36,7 +37,7 @@ __all__ = ["EXPERIMENTS", "POSITIVE_CONTROLS", "STATUSES", "Experiment", "Experi
 EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType({
     fn.__name__: fn for fn in (*EXPERIMENTS_SCALING, *EXPERIMENTS_INDEX_SETS,
                                *EXPERIMENTS_CONTROLS, *EXPERIMENTS_DEEP,
-                               *EXPERIMENTS_CERTIFICATES)
+                               *EXPERIMENTS_CERTIFICATES, *EXPERIMENTS_SEARCH)
 })
 
 #: Negative results (the search found nothing, no index set, fraction 0) and the experiment of

@@ -14,10 +14,6 @@ from absorb.blocks import Block, random_block
 from absorb.experiments.base import (
     AWAY_TOL,
     EXACT_TOL,
-    FIT_RESTARTS,
-    FIT_SAMPLES,
-    FIT_SCALES,
-    FIT_STEPS,
     ExperimentResult,
     _invertible,
     _num,
@@ -124,46 +120,6 @@ def index_set_control_width(rng: np.random.Generator) -> ExperimentResult:
     )
 
 
-def index_set_necessary_search(rng: np.random.Generator) -> ExperimentResult:
-    """Numerical evidence for the 'only if' half (not formalized): on generic ReLU/GELU weights
-    (no index set) the best same-width residual-free fit stays away from 0, while on a planted
-    instance the sign-flip construction is exact."""
-    from absorb.search import fit_residual_free
-
-    d, n = 2, 3
-    rows: list[dict[str, object]] = []
-    for name in ("relu", "gelu"):
-        for planted in (False, True):
-            f = (_planted(name, d, n, rng) if planted
-                 else random_block(get_activation(name), d, n, rng))
-            search = certificates.find_index_set(f.W_up, f.W_down)
-            row: dict[str, object] = {"activation": name, "planted S": planted,
-                                      "index set": search.status,
-                                      "r²": search.relaxation.residual}
-            if search.S is not None:
-                h = theory.absorbing_block(f, search.S)
-                X = _points(rng, d)
-                row["construction rel. error"] = _rel(h(X), f(X))
-            else:
-                res = fit_residual_free(f, scales=FIT_SCALES, rng=rng, restarts=FIT_RESTARTS,
-                                        steps=FIT_STEPS, samples=FIT_SAMPLES)
-                row["best fit rel. error (max over scales)"] = max(res.relative_error.values())
-            rows.append(row)
-    agrees = all(
-        (r["index set"] == "found") == bool(r["planted S"])
-        and (_num(r["construction rel. error"]) < EXACT_TOL
-             if r["planted S"]
-             else _num(r["best fit rel. error (max over scales)"]) > AWAY_TOL)
-        for r in rows
-    )
-    return ExperimentResult(
-        "index_set_necessary_search", "index_set_necessary",
-        "Search evidence (no formal proof): generic weights have no index set and no good "
-        "same-width fit; planted index sets give exact residual-free blocks.", agrees, rows,
-        summary="no index set ⇒ fit error bounded away from 0 (evidence only)",
-    )
-
-
 def generic_random_draws(rng: np.random.Generator) -> ExperimentResult:
     """Fraction of Gaussian weight draws with an index set: 0 (a null set is never hit)."""
     rows: list[dict[str, object]] = []
@@ -257,7 +213,6 @@ EXPERIMENTS_INDEX_SETS = (
     odd_part_catalog,
     index_set_construction,
     index_set_control_width,
-    index_set_necessary_search,
     generic_random_draws,
     generic_control_discrete,
     relaxation_generic_vs_planted,

@@ -341,48 +341,6 @@ def depth_gated_stack_limits(rng: np.random.Generator) -> ExperimentResult:
     )
 
 
-def depth_open_relu_gelu(rng: np.random.Generator) -> ExperimentResult:
-    """OPEN (no theorem): deep ReLU and GELU stacks.  Shows why the arguments give nothing.
-
-    ReLU stacks (k = 1, the case depth_degree excludes) are homogeneous of degree 1 in both
-    forms, so R(λx) = λR(x) and H(λx) = λH(x): no scaling mismatch.  GELU stacks have linear
-    parts at 0: R'(0) = Π(I + ½W_down W_up), H'(0) = Π ½V_down V_up, and a residual-free stack
-    matches R'(0) exactly (first layer V_up = [2R'(0); 0], V_down = [I, 0], the others 2×the
-    identity padded), so the small-t limit gives no obstruction either.
-    """
-    d, n, L = 3, 6, 2
-    rows: list[dict[str, object]] = []
-    relu = [random_block(get_activation("relu"), d, n, rng) for _ in range(L)]
-    X = rng.standard_normal((32, d))
-    rows.append({"stack": "relu, L = 2", "check": "‖R(3x) − 3R(x)‖ / ‖R(x)‖ (degree-1)",
-                 "value": _rel(stack_forward(relu, 3 * X), 3 * stack_forward(relu, X))})
-    gelu = [random_block(get_activation("gelu"), d, n, rng) for _ in range(L)]
-    lin = np.eye(d)
-    for b in gelu:
-        lin = (np.eye(d) + 0.5 * b.W_down @ b.W_up) @ lin
-    pad_up = np.zeros((n, d))
-    pad_down = np.zeros((d, n))
-    pad_down[:, :d] = np.eye(d)
-    H = []
-    for ell in range(L):
-        V_up = pad_up.copy()
-        V_up[:d] = 2 * lin if ell == 0 else 2 * np.eye(d)
-        H.append(Block(get_activation("gelu"), V_up, pad_down.copy(), residual=False))
-    x = rng.standard_normal(d)
-    t = 1e-5
-    first_order = float(np.linalg.norm((stack_forward(gelu, t * x) - stack_forward(H, t * x)) / t))
-    rows.append({"stack": "gelu, L = 2", "check": "‖(R(tx) − H(tx))/t‖ at t = 1e-5",
-                 "value": first_order})
-    agrees = _num(rows[0]["value"]) < EXACT_TOL and first_order < 1e-3
-    return ExperimentResult(
-        "depth_open_relu_gelu", "depth_degree",
-        "OPEN (paper): deep ReLU/GELU stacks. The degree and linearization arguments give no "
-        "obstruction here; whether such stacks are generically not replicable is open.",
-        agrees, rows, open=True,
-        summary="open: no scaling or first-order obstruction exists; no theorem is claimed",
-    )
-
-
 EXPERIMENTS_SCALING = (
     reduction_decisions_agree,
     degree_scaling_witness,
@@ -393,5 +351,4 @@ EXPERIMENTS_SCALING = (
     linearization_control_glu,
     depth_stack_limits,
     depth_gated_stack_limits,
-    depth_open_relu_gelu,
 )

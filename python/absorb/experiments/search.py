@@ -1,0 +1,208 @@
+"""Experiments of the counterexample search: planted vs generic blocks, and deep stacks (open).
+
+Both use :mod:`absorb.search` with random starts only (independent of the theory); their
+positive controls are planted blocks fitted by the same code in the same run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from absorb import certificates, theory
+from absorb.activations import get_activation
+from absorb.blocks import Block, random_block, stack_forward
+from absorb.experiments.base import EXACT_TOL, Array, ExperimentResult, _num, _rel, _series
+from absorb.search import fit_residual_free, planted_block
+
+#: Separation (generic floor ÷ planted error) that "agrees" asks for, as issue 8 sets it.
+SEPARATION = 1e4
+#: A fit "finds" an exact block below this (max over scales of the held-out relative error).
+FOUND_TOL = 1e-8
+SCALES = (0.01, 1.0, 100.0)
+
+
+def _worst(errors: dict[float, float]) -> float:
+    return max(errors.values())
+
+
+def index_set_necessary_search(rng: np.random.Generator) -> ExperimentResult:
+    """Same-width search on ReLU and GELU blocks, planted vs generic (evidence, no proof).
+
+    Generic weights (n < d², so r² > 0: no index set, not absorbable by index_set_necessary)
+    against blocks of the same size with a planted index set (absorbable: an exact same-width
+    residual-free block exists), fitted by the same LM search from random starts. The planted
+    blocks are the positive control: they must be found (≤ 1e-8 at every scale) for the
+    generic floor to mean anything; the separation is generic floor ÷ planted error.
+    """
+    d, n, restarts = 2, 3, 6
+    rows: list[dict[str, object]] = []
+    series: list[dict[str, object]] = []
+    for name in ("relu", "gelu"):
+        generic = random_block(get_activation(name), d, n, rng)
+        planted = planted_block(generic, rng)
+        best: dict[bool, float] = {}
+        for is_planted, f in ((True, planted), (False, generic)):
+            res = fit_residual_free(f, restarts=restarts, rng=rng)
+            per = [_worst(r) for r in res.per_restart]
+            best[is_planted] = res.worst
+            kind = "planted" if is_planted else "generic"
+            series.append(_series(f"{name}, {kind}", range(1, len(per) + 1),
+                                  np.maximum(per, 1e-17), panel=name))
+            rows.append({"activation": name, "d": d, "n": n, "planted S": is_planted,
+                         "r²": certificates.relaxation(f.W_up, f.W_down).residual,
+                         **{f"rel. error @ {s:g}": res.relative_error[s] for s in SCALES},
+                         "best fit rel. error (max over scales)": res.worst,
+                         "contradiction": bool(res.contradictions)})
+        rows[-1]["separation (generic ÷ planted)"] = best[False] / max(best[True], 1e-300)
+    agrees = all(
+        (_num(r["best fit rel. error (max over scales)"]) <= FOUND_TOL) == bool(r["planted S"])
+        and not r["contradiction"] for r in rows
+    ) and all(_num(r["separation (generic ÷ planted)"]) >= SEPARATION
+              for r in rows if "separation (generic ÷ planted)" in r)
+    figure: dict[str, object] = {
+        "title": f"Same-width fits, planted vs generic (d = {d}, n = {n}), per restart",
+        "xlabel": "restart", "ylabel": "held-out relative error (max over scales)",
+        "xscale": "linear", "yscale": "log", "series": series,
+        "caption": "Look for: the planted blocks (an exact same-width residual-free block "
+                   "exists) sit at round-off, about 1e-15, in every restart, while the generic "
+                   "blocks (no index set, not absorbable) stall many orders of magnitude higher; "
+                   "the gap between the two is the separation, measured by the same code.",
+    }
+    return ExperimentResult(
+        "index_set_necessary_search", "index_set_necessary",
+        "Search evidence (no formal proof): from random starts, the LM search fits planted "
+        "blocks (positive control, same size and code) to round-off and stalls on generic "
+        "blocks, which have no index set.", agrees, rows, figure,
+        summary=f"planted ≤ {FOUND_TOL:g}, generic floor ≥ {SEPARATION:g}× higher "
+                "(evidence only)",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# depth 2 (open)
+
+
+def _stack_theta(blocks: Sequence[Block]) -> Array:
+    return np.concatenate([a.ravel() for b in blocks for a in (b.W_up, b.W_down)])
+
+
+def _stack_of(theta: Array, act_name: str, d: int, n: int, L: int) -> list[Block]:
+    act, out, pos = get_activation(act_name), [], 0
+    for _ in range(L):
+        up = theta[pos:pos + n * d].reshape(n, d)
+        down = theta[pos + n * d:pos + 2 * n * d].reshape(d, n)
+        pos += 2 * n * d
+        out.append(Block(act, up, down, residual=False))
+    return out
+
+
+def _fit_stack(target: Sequence[Block], starts: Sequence[Array], rng: np.random.Generator,
+               samples: int = 96, max_nfev: int = 100) -> list[dict[float, float]]:
+    """Joint LM (``least_squares``, analytic Jacobian of :func:`absorb.stacks.fit.stack_jacobian`)
+    of a residual-free stack of the target's depth and width, per start; every scale weighs by
+    its relative error. Returns the held-out relative errors per scale, per start."""
+    from absorb.stacks.fit import stack_jacobian
+
+    b0 = target[0]
+    d, n, L = b0.d, b0.n, len(target)
+    X = np.concatenate([s * rng.standard_normal((samples, d)) for s in SCALES])
+    T = stack_forward(target, X)
+    norms = np.repeat([float(np.linalg.norm(T[i * samples:(i + 1) * samples]))
+                       for i in range(len(SCALES))], samples)[:, None]
+    held = [(s, s * rng.standard_normal((samples, d))) for s in SCALES]
+
+    def residual(theta: Array) -> Array:
+        H = _stack_of(theta, b0.activation.name, d, n, L)
+        return np.asarray(((stack_forward(H, X) - T) / norms).ravel())
+
+    def jac(theta: Array) -> Array:
+        _, J = stack_jacobian(_stack_of(theta, b0.activation.name, d, n, L), X)
+        return np.asarray(J / np.repeat(norms.ravel(), d)[:, None])
+
+    out = []
+    for theta0 in starts:
+        res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev,
+                            ftol=1e-15, xtol=1e-15, gtol=1e-15)
+        H = _stack_of(res.x, b0.activation.name, d, n, L)
+        out.append({s: float(np.linalg.norm(stack_forward(H, Z) - stack_forward(target, Z))
+                             / np.linalg.norm(stack_forward(target, Z))) for s, Z in held})
+    return out
+
+
+def _layerwise_start(target: Sequence[Block], rng: np.random.Generator) -> Array:
+    """Each block fitted alone by the single-block search (random starts), then stacked: a
+    start built from the target's *functions*, not its weights."""
+    fits = [fit_residual_free(b, restarts=2, rng=rng).block for b in target]
+    return _stack_theta([h for h in fits if h is not None])
+
+
+def depth_open_relu_gelu(rng: np.random.Generator) -> ExperimentResult:
+    """OPEN (no theorem): depth-2 ReLU and GELU stacks against residual-free stacks.
+
+    Why the arguments give nothing: ReLU stacks are homogeneous of degree 1 in both forms
+    (no scaling mismatch), and GELU stacks match to first order at 0. What the search says:
+    joint LM over both blocks, from random starts and from a layer-wise start (each block
+    fitted alone by the single-block search), on generic residual stacks and on positive
+    controls — stacks whose every block has a planted index set, so the residual-free stack of
+    the sign-flip blocks equals them exactly (checked). Numbers only, never a theorem.
+    """
+    d, n, L = 2, 4, 2
+    rows: list[dict[str, object]] = []
+    relu = [random_block(get_activation("relu"), d, n, rng) for _ in range(L)]
+    X = rng.standard_normal((32, d))
+    homogeneous = _rel(stack_forward(relu, 3 * X), 3 * stack_forward(relu, X))
+    rows.append({"stack": "relu, L = 2", "kind": "generic",
+                 "check": "‖R(3x) − 3R(x)‖ / ‖R(x)‖ (degree 1: no scaling obstruction)",
+                 "value": homogeneous})
+    best: dict[tuple[str, str], float] = {}
+    for name in ("relu", "gelu"):
+        act = get_activation(name)
+        generic = [random_block(act, d, n, rng) for _ in range(L)]
+        planted = [planted_block(g, rng) for g in generic]
+        # the control is absorbable: the stack of sign-flip blocks equals it (exactly)
+        flips = [theory.absorbing_block(b, certificates.find_index_set(b.W_up, b.W_down).S or ())
+                 for b in planted]
+        P = np.concatenate([s * rng.standard_normal((32, d)) for s in SCALES])
+        rows.append({"stack": f"{name}, L = 2", "kind": "control: planted in every block",
+                     "check": "sign-flip stack vs R (construction, max rel. error)",
+                     "value": _rel(stack_forward(flips, P), stack_forward(planted, P))})
+        for kind, target in (("control: planted in every block", planted), ("generic", generic)):
+            starts = [np.concatenate([
+                a.ravel() for _ in range(L)
+                for a in (rng.standard_normal((n, d)) / math.sqrt(d),
+                          rng.standard_normal((d, n)) / math.sqrt(n))]) for _ in range(2)]
+            starts.append(_layerwise_start(target, rng))
+            per = _fit_stack(target, starts, rng)
+            errs = [_worst(r) for r in per]
+            best[(name, kind)] = min(errs)
+            rows.append({"stack": f"{name}, L = 2", "kind": kind,
+                         "check": "best joint-LM fit (held-out rel. error, max over scales): "
+                                  "random starts / layer-wise start",
+                         "value": min(errs[:-1]), "layer-wise start": errs[-1]})
+        rows.append({"stack": f"{name}, L = 2", "kind": "separation",
+                     "check": "generic best ÷ control best",
+                     "value": best[(name, "generic")]
+                     / max(best[(name, "control: planted in every block")], 1e-300)})
+    controls_found = all(v <= FOUND_TOL for (_, k), v in best.items() if k.startswith("control"))
+    constructions = all(_num(r["value"]) < EXACT_TOL for r in rows
+                        if str(r["check"]).startswith("sign-flip"))
+    agrees = homogeneous < EXACT_TOL and constructions and controls_found
+    return ExperimentResult(
+        "depth_open_relu_gelu", "depth_degree",
+        "OPEN (paper): deep ReLU/GELU stacks. No scaling or first-order obstruction exists; "
+        "the search fits depth-2 positive controls (planted index set in every block) and "
+        "reports how close it gets on generic stacks. Whether generic stacks are replicable "
+        "is open.",
+        agrees, rows, open=True,
+        summary=("open: positive controls found by the search; generic best errors and the "
+                 "separation are numbers, no theorem is claimed" if controls_found else
+                 "open: the search did NOT find the positive controls, so its generic numbers "
+                 "say nothing; no theorem is claimed"),
+    )
+
+
+EXPERIMENTS_SEARCH = (index_set_necessary_search, depth_open_relu_gelu)
