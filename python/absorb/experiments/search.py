@@ -50,8 +50,8 @@ def index_set_necessary_search(rng: np.random.Generator) -> ExperimentResult:
             per = [_worst(r) for r in res.per_restart]
             best[is_planted] = res.worst
             kind = "planted" if is_planted else "generic"
-            series.append(_series(f"{name}, {kind}", range(1, len(per) + 1),
-                                  np.maximum(per, 1e-17), panel=name))
+            series.append({**_series(f"{name}, {kind}", range(1, len(per) + 1),
+                                     np.maximum(per, 1e-17)), "panel": name})
             rows.append({"activation": name, "d": d, "n": n, "planted S": is_planted,
                          "r²": certificates.relaxation(f.W_up, f.W_down).residual,
                          **{f"rel. error @ {s:g}": res.relative_error[s] for s in SCALES},
