@@ -152,6 +152,9 @@ def test_arch_overrides_detection(tmp_path: Path, rng: np.random.Generator) -> N
     res = inspect_checkpoint(tmp_path / "m", arch="gemma")
     assert res["activation"] == "geglu" and "default" in str(res["activation_source"])
     assert [r["verdict"] for r in res["layers"]] == ["impossible"] * 2  # type: ignore[attr-defined]
+    # naming the activation settles it too: both layouts are nn.Linear
+    res = inspect_checkpoint(tmp_path / "m", activation="swiglu")
+    assert res["candidates"] == ["llama", "gemma"] and res["activation_source"] == "--activation"
 
 
 def test_conv1d_ambiguity_and_its_resolution(tmp_path: Path, rng: np.random.Generator,

@@ -243,70 +243,89 @@ def _resolve_activation(arch: Architecture | None, config: Mapping[str, Any] | N
     return get_activation(resolved.name), resolved.source, resolved.note
 
 
-def _kind(arch: Architecture, config: Mapping[str, Any] | None) -> tuple[Layout, str]:
-    """(layout, catalog activation) of an architecture under this config."""
+def _kind(arch: Architecture, config: Mapping[str, Any] | None,
+          override: str | None) -> tuple[Layout, str]:
+    """(layout, catalog activation) of an architecture under this config and override."""
+    if override is not None:
+        return arch.layout, override
     try:
         return arch.layout, catalog_activation(arch, config).name
     except AbsorbError:
         return arch.layout, "unsupported activation"
 
 
-def _describe(arch: Architecture, config: Mapping[str, Any] | None) -> str:
-    layout, act = _kind(arch, config)
-    return f"{arch.name} ({arch.family}: {layout}, {act})"
+Found = list[tuple[Architecture, tuple[Match, ...]]]
+
+
+def _found(ckpt: Checkpoint, config: Mapping[str, Any] | None) -> tuple[Found, str]:
+    """The architectures whose names the checkpoint holds (narrowed by ``model_type``),
+    and what decided it."""
+    model_type = (config or {}).get("model_type")
+    found: Found = []
+    partial = []
+    for a in ARCHITECTURES:
+        try:
+            if m := _matches(ckpt.keys, a):
+                found.append((a, m))
+        except AbsorbError as exc:  # some of a's names, not all: reported if nothing fits
+            partial.append(f"{a.name}: {exc}")
+    if not found:
+        sample = ", ".join(sorted(ckpt.keys)[:4])
+        raise AbsorbError(f"unknown layout: no known MLP tensor names (model_type "
+                          f"{model_type!r}; tensors like {sample}"
+                          + "".join(f"; {p}" for p in partial)
+                          + "); pass --arch NAME or --up/--down [--gate] --activation")
+    by_type = [(a, m) for a, m in found if model_type in a.model_types]
+    if by_type:
+        return by_type, f"tensor names and config.json model_type {model_type!r}"
+    if any(model_type in a.model_types for a in ARCHITECTURES):
+        raise AbsorbError(f"config.json says model_type {model_type!r}, but the tensor names "
+                          f"fit {', '.join(a.name for a, _ in found)}; pass --arch NAME")
+    return found, "tensor names" + ("" if config is None else
+                                    f" (config.json model_type {model_type!r} is not in the "
+                                    "table)")
+
+
+def _pick(ckpt: Checkpoint, found: Found, dims: Dims, config: Mapping[str, Any] | None,
+          override: str | None) -> Found:
+    """The candidates the shapes allow; AbsorbError when they still differ in layout or
+    activation (ambiguous) or when none fits (the first one's mismatch is shown)."""
+    fitting = [(a, m) for a, m in found if _fits(ckpt, a, m, dims)] if len(found) > 1 else found
+    if not fitting:
+        arch, matches = found[0]
+        layer_spec(ckpt, matches[0], matches[0].layers[0], arch.layout, dims)
+    kinds = {a.name: _kind(a, config, override) for a, _ in fitting}
+    if len(set(kinds.values())) > 1:
+        arch, matches = fitting[0]
+        raise AbsorbError(
+            "ambiguous layout: the tensor names fit "
+            + " and ".join(f"{a.name} ({a.family}: {', '.join(kinds[a.name])})"
+                           for a, _ in fitting)
+            + f" ({matches[0].prefix + arch.stacks[0].up}), and the shapes and config.json do "
+            "not tell them apart; add the model's config.json beside the weights or pass "
+            "--arch NAME")
+    return fitting
 
 
 def detect(ckpt: Checkpoint, *, arch: str | None = None,
            activation: str | None = None) -> Plan:
-    """The plan for a checkpoint: ``arch`` (a table name) overrides detection."""
+    """The plan for a checkpoint: ``arch`` (a table name) overrides detection, ``activation``
+    (a catalog name) the activation."""
     config = ckpt.config
-    model_type = (config or {}).get("model_type")
     dims = Dims.of(config)
     if arch is not None:
         chosen = get_architecture(arch)
         matches = _matches(ckpt.keys, chosen)
         if not matches:
             raise AbsorbError(f"--arch {arch}: no tensor matches {chosen.stacks[0].up!r}")
-        candidates, source = [chosen], f"--arch {arch}"
+        candidates, source = [(chosen, matches)], f"--arch {arch}"
     else:
-        found, partial = [], []
-        for a in ARCHITECTURES:
-            try:
-                if m := _matches(ckpt.keys, a):
-                    found.append((a, m))
-            except AbsorbError as exc:  # some of a's names, not all: reported if nothing fits
-                partial.append(f"{a.name}: {exc}")
-        if not found:
-            sample = ", ".join(sorted(ckpt.keys)[:4])
-            raise AbsorbError(f"unknown layout: no known MLP tensor names (model_type "
-                              f"{model_type!r}; tensors like {sample}"
-                              + "".join(f"; {p}" for p in partial)
-                              + "); pass --arch NAME or --up/--down [--gate] --activation")
-        by_type = [(a, m) for a, m in found if model_type in a.model_types]
-        if by_type:
-            found, source = by_type, f"tensor names and config.json model_type {model_type!r}"
-        elif any(model_type in a.model_types for a in ARCHITECTURES):
-            raise AbsorbError(f"config.json says model_type {model_type!r}, but the tensor names "
-                              f"fit {', '.join(a.name for a, _ in found)}; pass --arch NAME")
-        else:
-            source = "tensor names" + ("" if config is None else
-                                       f" (config.json model_type {model_type!r} is not in the "
-                                       "table)")
-        fitting = [(a, m) for a, m in found if _fits(ckpt, a, m, dims)] if len(found) > 1 else found
-        if not fitting:  # every candidate's layout contradicts the shapes: show why
-            layer_spec(ckpt, found[0][1][0], found[0][1][0].layers[0], found[0][0].layout, dims)
-        if len({_kind(a, config) for a, _ in fitting}) > 1:
-            raise AbsorbError(
-                "ambiguous layout: the tensor names fit "
-                + " and ".join(_describe(a, config) for a, _ in fitting)
-                + f" ({fitting[0][1][0].prefix + fitting[0][0].stacks[0].up}), and the shapes "
-                "and config.json do not tell them apart; add the model's config.json beside "
-                "the weights or pass --arch NAME")
-        chosen, matches = fitting[0]
-        candidates = [a for a, _ in fitting]
+        found, source = _found(ckpt, config)
+        candidates = _pick(ckpt, found, dims, config, activation)
+        chosen, matches = candidates[0]
     act, act_source, note = _resolve_activation(chosen, config, activation)
-    return Plan(chosen, tuple(a.name for a in candidates), chosen.layout, act, act_source, note,
-                matches, dims, source, _orientation_evidence(ckpt, dims, matches[0]))
+    return Plan(chosen, tuple(a.name for a, _ in candidates), chosen.layout, act, act_source,
+                note, matches, dims, source, _orientation_evidence(ckpt, dims, matches[0]))
 
 
 def explicit_plan(ckpt: Checkpoint, *, up: str, down: str, gate: str | None,
