@@ -41,6 +41,7 @@ from absorb.certificates import brute_force_index_set, find_index_set, relaxatio
 from absorb.files import write_atomic
 from absorb.search import DERIVATIVES, AdamFit
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
+from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)
 
 HERE = Path(__file__).resolve().parent
 #: The committed results; rewritten only with --update-results.
@@ -476,7 +477,8 @@ def run(quick: bool, out: Path) -> int:
     print("\n".join(env), flush=True)
     sections = []
     t_start = time.perf_counter()
-    for fn in (bench_index_set, bench_relaxation, bench_fit, bench_report, bench_scale):
+    for fn in (bench_index_set, bench_relaxation, bench_fit, bench_report, bench_scale,
+               bench_search):
         table, peak = traced(partial(fn, quick))
         table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
         print("\n" + table.text(), flush=True)

@@ -71,6 +71,8 @@ class SearchResult:
     bounds: list[dict[str, object]] = field(default_factory=list)
     contradictions: list[dict[str, object]] = field(default_factory=list)
     from_target_requested: bool = False
+    #: Seconds from the start until each restart had finished (same order as per_restart).
+    restart_seconds: list[float] = field(default_factory=list)
     #: The best fitted residual-free block (not part of the JSON).
     block: Block | None = field(default=None, compare=False, repr=False)
 
@@ -111,6 +113,7 @@ class SearchResult:
             ],
             "independent": self.independent,
             "seconds": self.seconds,
+            "restart_seconds": self.restart_seconds,
             "stopped_by_budget": self.stopped_by_budget,
             "status": self.status,
             "lower_bounds": [
@@ -277,12 +280,14 @@ def fit_residual_free(
     reflect: bool = True,
     lr: float = 1e-2,
     project: bool = True,
+    stop_below: float | None = None,
 ) -> SearchResult:
     """Fit residual-free blocks of ``target``'s kind to ``target`` (see the module docstring).
 
     ``steps``: LM iterations per stage (``lm``) or Adam steps (``adam``) per restart;
     ``samples``: training inputs per scale (held-out: as many pairs); ``time_budget``: seconds
-    after which the search stops cleanly (between or inside restarts) and says so.
+    after which the search stops cleanly (between or inside restarts) and says so;
+    ``stop_below``: no further restarts once one reaches this held-out error at every scale.
     """
     w = target.n if width is None else width
     steps = DEFAULT_STEPS.get(engine, 1) if steps is None else steps
@@ -304,22 +309,25 @@ def fit_residual_free(
         starts.append((FROM_TARGET, target_params(target, w, rng)))
     fits: list[tuple[float, dict[str, Array]]] = []  # (training cost, weights) per restart
     per_restart: list[dict[float, float]] = []
+    finished: list[float] = []
     bar = tqdm(total=len(starts), desc=f"search ({engine})", unit="restart", file=sys.stderr,
                disable=not progress, leave=False)
     try:
         for _kind, p in starts:
             # the first restart always runs (cut short by the deadline if need be)
-            if fits and time.perf_counter() > eng.deadline:
+            if fits and (time.perf_counter() > eng.deadline or (
+                    stop_below is not None and max(per_restart[-1].values()) <= stop_below)):
                 break
             params, cost = run(p)
             fits.append((cost, params))
             per_restart.append(held_out_errors(as_block(target, params), target, held)[0])
+            finished.append(time.perf_counter() - t0)
             bar.update(1)
             bar.set_postfix(best=f"{min(max(r.values()) for r in per_restart):.2g}",
                             refresh=False)
     finally:
         bar.close()
-    stopped = len(fits) < len(starts) or time.perf_counter() > eng.deadline
+    stopped = time.perf_counter() > eng.deadline
     best_cost, best_params = min(fits, key=lambda cp: cp[0])
     if not stopped:
         params, cost = run(best_params, polish=True)
@@ -335,5 +343,5 @@ def fit_residual_free(
         per_restart=per_restart, init_kinds=tuple(k for k, _ in starts[: len(per_restart)]),
         seconds=time.perf_counter() - t0, stopped_by_budget=stopped, bounds=bounds,
         contradictions=contradictions(bounds, {"relative_error": fro, "sup_relative_error": sup}),
-        from_target_requested=init_from_target, block=h,
+        from_target_requested=init_from_target, block=h, restart_seconds=finished,
     )
