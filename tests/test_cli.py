@@ -116,10 +116,11 @@ def test_bad_weights_through_a_fresh_interpreter(tmp_path: Path) -> None:
     (tmp_path / "nan.json").write_text('{"W_up": [[NaN]], "W_down": [[1]]}')
     _one_line_error(run_subprocess(["check", "--activation", "relu", "--weights",
                                     str(tmp_path / "nan.json")]))
+    # a singular skip is no error for one block: the verdict says what the theorems give
     (tmp_path / "sing.json").write_text(json.dumps(
         {"W_up": [[1, 0]], "W_down": [[1], [0]], "A_skip": [[1, 1], [1, 1]]}))
-    _one_line_error(run_subprocess(["check", "--activation", "relu", "--weights",
-                                    str(tmp_path / "sing.json")]))
+    assert run_subprocess(["check", "--activation", "relu", "--weights",
+                           str(tmp_path / "sing.json")]).code == 0
 
 
 def test_python_dash_m_absorb_prints_one_json_object() -> None:

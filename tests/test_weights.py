@@ -74,9 +74,12 @@ JSON_ERRORS = [
     ({"W_up": [], "W_down": []}, "matrix"),
     ({"W_up": [[]], "W_down": [[]]}, "zero size"),
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "W_gate": [[1, 1]]}, "not gated"),
-    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": [[1, 2], [2, 4]]}, "singular"),
-    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": [["1/3", "2/3"], [1, 2]]}, "singular"),
-    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": [[1.0, 0], [0, 1e-14]]}, "singular"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [0], "Y": [[1, 0], [0, 1]]}, "not both"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [0, 0]}, "repeats"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [1]}, "index >= n"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [-1]}, "non-negative"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "Y": [[1]]}, "Y has shape"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "other/2"}, "format"),
     ([1, 2], "expected a JSON object"),
 ]
 
@@ -102,7 +105,7 @@ def test_bad_files(tmp_path: Path) -> None:
     with pytest.raises(AbsorbError, match=r"not a readable \.npz"):
         load_block(tmp_path / "bad.npz", RELU)
     (tmp_path / "dir.npz").mkdir()
-    with pytest.raises(AbsorbError, match="no such file"):
+    with pytest.raises(AbsorbError, match="is a directory"):
         load_block(tmp_path / "dir.npz", RELU)
 
 
@@ -141,3 +144,15 @@ def test_entry_limit_is_checked_from_the_headers(tmp_path: Path,
     monkeypatch.setattr(np, "load", None)  # the data must not be read at all
     with pytest.raises(AbsorbError, match="W_up has 1000000 entries, more than the limit"):
         load_block(tmp_path / "big.npz", RELU)
+
+
+def test_singular_skip_and_checker_keys_are_read(write_json: Callable[..., Path]) -> None:
+    """One block needs no invertible A; the checker's S and format keys are accepted."""
+    from absorb.weights import load_check_input
+
+    data = {"format": "absorb-check/1", "W_up": [[1, 2]], "W_down": [["1/3"], [1]],
+            "A_skip": [[1, 2], [2, 4]], "S": [0]}
+    block, extra = load_check_input(write_json(data), RELU)
+    assert block.exact is not None and block.A_skip is not None
+    assert extra.S == (0,) and extra.Y is None
+

@@ -33,6 +33,7 @@ from absorb.errors import (
     AbsorbError,
     ToolMissing,
 )
+from absorb.weights import CheckerKeys
 
 # Random blocks above this many weights (d·n) are refused: beyond it `check` stops being quick.
 MAX_RANDOM_WEIGHTS = 1 << 26
@@ -166,13 +167,18 @@ def timeout_type(text: str) -> float:
 
 def _block(args: argparse.Namespace) -> Block:
     """The block of ``check``/``search``: from --weights, or random from --d/--n/--seed."""
+    return _loaded(args)[0]
+
+
+def _loaded(args: argparse.Namespace) -> tuple[Block, CheckerKeys | None]:
+    """The block and, for a --weights file, the checker keys (S, Y) it holds."""
     act = get_activation(args.activation)
     if args.weights is not None:
         if args.d is not None or args.n is not None or args.biases:
             raise AbsorbError("--weights cannot be combined with --d, --n or --biases")
-        from absorb.weights import load_block
+        from absorb.weights import load_check_input
 
-        return load_block(args.weights, act)
+        return load_check_input(args.weights, act)
     if args.d is None or args.n is None:
         raise AbsorbError("give --weights FILE, or both --d and --n")
     if args.d * args.n > MAX_RANDOM_WEIGHTS:
@@ -181,7 +187,7 @@ def _block(args: argparse.Namespace) -> Block:
     require(Cost(8.0 * (3 * args.d * args.n + args.d**2), 0.0),
             f"a random block with d={args.d}, n={args.n}")
     return random_block(act, args.d, args.n, np.random.default_rng(args.seed),
-                        biases=args.biases)
+                        biases=args.biases), None
 
 
 def _fmt(x: object) -> str:
@@ -219,12 +225,41 @@ def _text_check(r: dict[str, Any]) -> list[str]:
                      f"{cert['detail']}")
     elif cert is not None:
         lines.append(f"rank of A + W_down W_up: {cert['rank']}")
+    lines += _text_certificates(r)
     for hyp in r.get("unmet_hypotheses", []):
         lines.append(f"unmet hypothesis: {hyp}")
     if r.get("search"):
         lines.append("search (best relative error per input scale): "
                      + _text_errors(r["search"]["relative_error"]))
         lines.append(f"  ({r['search']['note']})")
+    return lines
+
+
+def _text_certificates(r: dict[str, Any]) -> list[str]:
+    """Theorem chain, dual certificate, distance, rounding repair, files, scope."""
+    cert = r.get("certificate") or {}
+    lines = []
+    if len(r.get("chain") or []) > 1:
+        lines.append("theorems used: " + " + ".join(r["chain"]))
+    dual = cert.get("dual")
+    if dual:
+        lines.append(f"dual certificate: Y ({dual['source']}, grid {dual['grid']}), margin "
+                     f"{dual['margin_float']:.3g}; verified by {dual['verified']}")
+    if cert.get("distance") is not None:
+        lines.append(f"distance to absorbable (r/|A|_F; every index set is at least this far, "
+                     f"relatively): {cert['distance']:.3g}")
+    rnd = r.get("rounding")
+    if rnd:
+        lines.append(f"rounding: {rnd['storage_dtype']} weights; the least-norm change of "
+                     f"W_down[:,S] is {rnd['delta_norm_relative_to_W_down']:.3g} of |W_down| "
+                     f"({rnd['delta_norm_in_unit_roundoffs']:.3g} unit roundoffs)")
+    given = r.get("given_certificate")
+    if given:
+        lines.append(f"given certificate Y: {'valid' if given['valid'] else 'NOT valid'} "
+                     f"({given['verified']})")
+    lines += [f"written: {r[k]}" for k in ("certificate_file", "lean_file") if k in r]
+    if r.get("scope"):
+        lines.append(f"note: {r['scope']}")
     return lines
 
 
@@ -253,13 +288,25 @@ def _require_decidable(block: Block) -> None:
 
 def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.stacks import commands as stack_commands
-    from absorb.theory import decide
+    from absorb.theory import decide, given_certificate, stored_weights
 
     if args.weights is not None and stack_commands.is_stack_file(args.weights):
         return stack_commands.run_check(args)
-    block = _block(args)
+    from absorb.certificates import export
+
+    targets = {key: export.ensure_writable(path, args.force) for key, path in
+               (("certificate", args.certificate_out), ("lean", args.export_lean)) if path}
+    block, keys = _loaded(args)
     _require_decidable(block)
-    result = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search)
+    result = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search,
+                    tol=args.tol, candidate=None if keys is None else keys.S)
+    if keys is not None and keys.Y is not None:
+        result["given_certificate"] = given_certificate(block, keys.Y)
+    for key, path in targets.items():
+        W_up, W_down, A = stored_weights(block)
+        export.write_new_file(path, export.export_documents(result, W_up, W_down, A,
+                                                            certificate=key == "certificate"))
+        result[f"{key}_file"] = str(path)
     return result, _text_check(result)
 
 
@@ -367,6 +414,18 @@ def build_parser() -> argparse.ArgumentParser:
     _block_args(p)
     p.add_argument("--no-search", action="store_true",
                    help="no numerical search for undetermined verdicts")
+    p.add_argument("--tol", type=_positive(float), default=None,
+                   help="relative precision of the stored weights for 'absorbable up to "
+                        "rounding' (default: the unit roundoff of the detected storage format; "
+                        "1e-9 for float64)")
+    p.add_argument("--certificate-out", metavar="FILE",
+                   help="write the dual certificate Y in the Lean checker's JSON format "
+                        "(default: not written)")
+    p.add_argument("--export-lean", metavar="FILE",
+                   help="write the verdict for the Lean checker: S (absorbed) or Y "
+                        "(not_absorbed) (default: not written)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite existing --certificate-out/--export-lean files")
     p = command("search", cmd_search, "numerical counterexample search (residual-free fits)")
     _block_args(p)
     p.add_argument("--width-factor", type=_positive(float), default=1.0,

@@ -23,7 +23,7 @@ import numpy as np
 
 from absorb import certificates
 from absorb.blocks import Array, Block, ObjectArray
-from absorb.certificates import check_index_set
+from absorb.certificates import check_dual, check_index_set
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
@@ -279,8 +279,17 @@ def _certificate(result: certificates.IndexSetSearch, A_norm: float) -> dict[str
     }
 
 
-def _weights(block: Block) -> tuple[Any, Any, Any]:
-    """(W_up, W_down, A) as stored: Fractions for exact input, float64 otherwise."""
+def given_certificate(block: Block, Y: ObjectArray) -> dict[str, object]:
+    """A user's dual certificate Y (from a checker file), checked independently."""
+    W_up, W_down, A = stored_weights(block)
+    chk = check_dual(W_up, W_down, Y, A)
+    return {"valid": chk.valid, "margin": str(chk.margin) if isinstance(chk.margin, Fraction)
+            else chk.margin, "side": chk.side, "verified": chk.how}
+
+
+def stored_weights(block: Block) -> tuple[Any, Any, Any]:
+    """(W_up, W_down, A or None for the identity) as stored: Fractions for exact input,
+    float64 otherwise."""
     ex = block.exact
     if ex is not None:
         A_q = ex.A_skip if ex.A_skip is not None else (
@@ -357,7 +366,7 @@ def _absorbed(block: Block, S: list[int], result: certificates.IndexSetSearch,
            "S": S, "absorbing_block": (exact_absorbing_weights(block, S) if ex is not None
                                        else _weights_json(h)),
            **_verify(block, h, rng), "index_set_search": result.to_json()}
-    W_up, W_down, A = _weights(block)
+    W_up, W_down, A = stored_weights(block)
     out["condition_exact"] = check_index_set(W_up, W_down, S, A)
     return out
 
@@ -394,7 +403,7 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
 def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
     """The exhaustive search again, in exact arithmetic on the stored (dyadic) values, when its
     plan fits; None when it would not."""
-    W_up, W_down, A = _weights(block)
+    W_up, W_down, A = stored_weights(block)
     res = certificates.find_index_set(rounding_free(np.asarray(W_up, dtype=np.float64))
                                       if block.exact is None else W_up,
                                       rounding_free(np.asarray(W_down, dtype=np.float64))
@@ -409,7 +418,7 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
 def _decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
                       base: dict[str, object], tol: float | None,
                       candidate: Sequence[int] | None) -> dict[str, object]:
-    W_up, W_down, A = _weights(block)
+    W_up, W_down, A = stored_weights(block)
     store = storage(block, tol)
     base = {**base, "storage": store.to_json()}
     A_norm = float(np.linalg.norm(block.skip_matrix()))
@@ -470,9 +479,9 @@ def _decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
     cert["theorem"] = ("no index set exists (" + proof + "); "
                        + " + ".join(chain) + " turn that into 'not absorbable'")
     return {**base, "verdict": "not_absorbed", **_chain(chain),
-            "reason": "no index set exists, and "
-                      + (" + ".join(theorem_chain(block)))
-                      + " turn(s) that into 'not absorbable'",
+            "reason": "no index set exists, and " + " + ".join(theorem_chain(block))
+                      + (" turn" if len(theorem_chain(block)) > 1 else " turns")
+                      + " that into 'not absorbable'",
             "certificate": cert}
 
 

@@ -1,7 +1,9 @@
 """Reading one block's weights from ``.npz`` or ``.json`` files, with strict validation.
 
 Keys: ``W_up`` (n×d), ``W_down`` (d×n), ``W_gate`` (n×d, gated activations only), and the
-optional ``b_up`` (n), ``b_down`` (d), ``A_skip`` (d×d, invertible).
+optional ``b_up`` (n), ``b_down`` (d), ``A_skip`` (d×d; any matrix for one block). A ``.json``
+file may also be in the Lean checker's format: ``format`` ("absorb-check/1") and an index set
+``S`` to check first or a dual certificate ``Y`` (:func:`load_check_input`).
 
 ``.json`` entries are numbers or exact rationals written as strings (``"p/q"``, ``"-3"``,
 ``"0.25"``). A file is read in exact arithmetic when it contains a string entry or only
@@ -17,6 +19,7 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -131,9 +134,51 @@ def read_json_data(path: Path) -> object:
         raise AbsorbError(f"{path}: not valid JSON ({exc})") from None
 
 
-def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | None]:
-    parsed = parse_json_block(read_json_data(path), str(path))
-    return json_arrays(parsed, json_is_exact([parsed]))
+@dataclass(frozen=True)
+class CheckerKeys:
+    """The keys of the Lean checker's format beside the weights (``absorb-check/1``): an index
+    set ``S`` to check first, or a dual certificate ``Y`` (exact rationals)."""
+
+    S: tuple[int, ...] | None = None
+    Y: ObjectArray | None = None
+
+
+CHECKER_FORMAT = "absorb-check/1"
+
+
+def _checker_keys(data: dict[str, object], path: Path) -> CheckerKeys:
+    """Remove and validate ``format``, ``S`` and ``Y`` from a JSON weights object."""
+    fmt = data.pop("format", CHECKER_FORMAT)
+    if fmt != CHECKER_FORMAT:
+        raise AbsorbError(f"{path}: format {fmt!r} is not {CHECKER_FORMAT!r}")
+    S_raw, Y_raw = data.pop("S", None), data.pop("Y", None)
+    if S_raw is not None and Y_raw is not None:
+        raise AbsorbError(f"{path}: give S or Y, not both")
+    S = None
+    if S_raw is not None:
+        if not isinstance(S_raw, list) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in S_raw):
+            raise AbsorbError(f"{path}: S must be a list of non-negative integers")
+        if len(set(S_raw)) != len(S_raw):
+            raise AbsorbError(f"{path}: S repeats an index")
+        S = tuple(S_raw)
+    Y = None
+    if Y_raw is not None:
+        shape, flat = _nested(Y_raw, "Y")
+        if len(shape) != 2:
+            raise AbsorbError(f"{path}: Y must be a d x d matrix")
+        q = [x if isinstance(x, Fraction) else Fraction(repr(x)) if isinstance(x, float)
+             else Fraction(x) for x in flat]
+        Y = np.array(q, dtype=object).reshape(shape)
+    return CheckerKeys(S, Y)
+
+
+def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | None,
+                                    CheckerKeys]:
+    data = read_json_data(path)
+    extra = _checker_keys(data, path) if isinstance(data, dict) else CheckerKeys()
+    parsed = parse_json_block(data, str(path))
+    return (*json_arrays(parsed, json_is_exact([parsed])), extra)
 
 
 def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.generic]]]:
@@ -213,8 +258,9 @@ def checked_path(path: str | Path) -> tuple[Path, str]:
 
 
 def block_from_arrays(floats: dict[str, Array], rationals: dict[str, ObjectArray] | None,
-                      activation: Activation) -> Block:
-    """The skip block of one set of arrays: finite entries, shapes (``Block``), invertible A."""
+                      activation: Activation, *, invertible_skip: bool = True) -> Block:
+    """The skip block of one set of arrays: finite entries, shapes (``Block``), and with
+    ``invertible_skip`` an invertible A (one block alone needs only A ≠ 0, or nothing)."""
     for k, arr in floats.items():
         if not np.all(np.isfinite(arr)):
             raise AbsorbError(f"{k} contains NaN or Inf")
@@ -226,7 +272,7 @@ def block_from_arrays(floats: dict[str, Array], rationals: dict[str, ObjectArray
     block = Block(activation, floats["W_up"], floats["W_down"], W_gate=floats.get("W_gate"),
                   b_up=floats.get("b_up"), b_down=floats.get("b_down"),
                   A_skip=floats.get("A_skip"), exact=exact)
-    if block.A_skip is not None and not skip_is_invertible(
+    if invertible_skip and block.A_skip is not None and not skip_is_invertible(
         block.A_skip, None if exact is None else exact.A_skip
     ):
         raise AbsorbError(f"A_skip is singular (exact rank < d, or condition number >= "
@@ -234,11 +280,26 @@ def block_from_arrays(floats: dict[str, Array], rationals: dict[str, ObjectArray
     return block
 
 
-def load_block(path: str | Path, activation: Activation) -> Block:
-    """The skip block stored in ``path`` (``.npz`` or ``.json``) with the given activation."""
+def load_check_input(path: str | Path, activation: Activation) -> tuple[Block, CheckerKeys]:
+    """The skip block stored in ``path`` (``.npz`` or ``.json``) with the given activation,
+    and the checker keys ``S``/``Y`` of a JSON file (a singular skip matrix is accepted: the
+    theorems that need more than A ≠ 0 say so in the verdict)."""
     path, suffix = checked_path(path)
     try:
-        floats, rationals = _read_json(path) if suffix == ".json" else (read_npz(path), None)
+        if suffix == ".json":
+            floats, rationals, extra = _read_json(path)
+        else:
+            floats, rationals, extra = read_npz(path), None, CheckerKeys()
     except PermissionError:
         raise AbsorbError(f"{path}: permission denied") from None
-    return block_from_arrays(floats, rationals, activation)
+    block = block_from_arrays(floats, rationals, activation, invertible_skip=False)
+    if extra.S is not None and any(i >= block.n for i in extra.S):
+        raise AbsorbError(f"{path}: S holds an index >= n = {block.n}")
+    if extra.Y is not None and extra.Y.shape != (block.d, block.d):
+        raise AbsorbError(f"{path}: Y has shape {extra.Y.shape}, expected {(block.d, block.d)}")
+    return block, extra
+
+
+def load_block(path: str | Path, activation: Activation) -> Block:
+    """The skip block stored in ``path`` (see :func:`load_check_input`)."""
+    return load_check_input(path, activation)[0]

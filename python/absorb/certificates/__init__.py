@@ -1,6 +1,6 @@
 """Certificates about index sets, by concern (THEORY.md: relaxation_certificate, dual certificate).
 
-* :mod:`.relaxation` — the real relaxation r² in Gram form, and its predicted cost;
+* :mod:`.real_relaxation` — the real relaxation r² in Gram form, and its predicted cost;
 * :mod:`.dual` — producing dual certificates Y (relaxation residual, separation LP);
 * :mod:`.verify` — the independent, rigorous check of a certificate on the stored numbers;
 * :mod:`.search` — the complete index-set search, planned by its predicted cost;
@@ -8,7 +8,7 @@
 """
 
 from absorb.certificates.dual import DualCertificate, dual_certificate
-from absorb.certificates.relaxation import Relaxation, gram, relaxation, relaxation_cost
+from absorb.certificates.real_relaxation import Relaxation, gram, relaxation, relaxation_cost
 from absorb.certificates.search import (
     IndexSetSearch,
     SearchPlan,

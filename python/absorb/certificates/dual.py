@@ -29,7 +29,7 @@ from scipy.optimize import linprog
 
 from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates._inputs import FloatArray, Weights, prepare
-from absorb.certificates.relaxation import exact_relaxation, float_relaxation
+from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "certify", "dual_certificate", "lp_cost",

@@ -4,7 +4,7 @@ An index set S is a 0/1 vector s with Σ_i s_i a_i b_iᵀ = −A (d² linear equ
 decides it completely, in order of cost:
 
 1. A = 0 (S = ∅) and the rank bound rank(A) ≤ |S| ≤ n;
-2. the relaxation (:mod:`.relaxation`): r² > 0 proves that no S exists, and its residual
+2. the relaxation (:mod:`.real_relaxation`): r² > 0 proves that no S exists, and its residual
    matrix is a dual certificate, checked independently (:mod:`.verify`);
 3. when r² = 0, the separation LP (:mod:`.dual`): a certificate exists exactly when −A lies
    outside the zonotope {Σ s_i a_i b_iᵀ : s ∈ [0,1]ⁿ};
@@ -38,7 +38,7 @@ from absorb.certificates.dual import (
     lp_separator,
     residual_candidates,
 )
-from absorb.certificates.relaxation import (
+from absorb.certificates.real_relaxation import (
     ExactSystem,
     Relaxation,
     exact_relaxation,
@@ -429,8 +429,8 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
     if rel.residual_exact != 0:
         cert = certify(w, residual_candidates(rel.R)) if dual else None
         return out("none", None, "relaxation",
-                   f"exact relaxation residual r² = {rel.residual_exact} > 0: not even a real "
-                   "s solves the d² equations", cert)
+                   f"exact relaxation residual r² > 0 (≈ {rel.residual:.6g}): "
+                   "not even a real s solves the d² equations", cert)
     if rel.unique:
         p = sysm.particular
         if all(v in (0, 1) for v in p):
