@@ -41,6 +41,18 @@ def test_version_comes_from_the_package_metadata() -> None:
     assert res.out.strip() == f"absorb {metadata.version('absorb')}"
 
 
+def test_the_console_script_imports_the_cli_inside_its_interrupt_guard() -> None:
+    import importlib
+    import tomllib
+
+    target = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["absorb"]
+    module, func = target.split(":")
+    assert module == "absorb.__main__"
+    source = (REPO / "python" / "absorb" / "__main__.py").read_text()
+    assert "\nfrom absorb.cli" not in source and "\nimport numpy" not in source
+    assert callable(getattr(importlib.import_module(module), func))
+
+
 def test_every_option_says_what_it_does_and_its_default() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
