@@ -237,6 +237,7 @@ theorem reluAtInfinity_of_mul {σ Φ : ℝ → ℝ} (hσ : ∀ w, σ w = w * Φ 
       first
       | exact tendsto_atBot_add_const_right _ c h1
       | exact tendsto_atBot_add_const_right c h1
+      | exact h1.atBot_add tendsto_const_nhds
     have hprod : Tendsto (fun t : ℝ => (z + c * t⁻¹) * Φ (t * z + c)) atTop (𝓝 (z * 0)) :=
       hlin.mul (hBot.comp harg)
     rw [mul_zero] at hprod
@@ -254,6 +255,7 @@ theorem reluAtInfinity_of_mul {σ Φ : ℝ → ℝ} (hσ : ∀ w, σ w = w * Φ 
       first
       | exact tendsto_atTop_add_const_right _ c h1
       | exact tendsto_atTop_add_const_right c h1
+      | exact h1.atTop_add tendsto_const_nhds
     have hprod : Tendsto (fun t : ℝ => (z + c * t⁻¹) * Φ (t * z + c)) atTop (𝓝 (z * 1)) :=
       hlin.mul (hTop.comp harg)
     rw [mul_one] at hprod
@@ -318,8 +320,10 @@ def geluTanhGate (w : ℝ) : ℝ :=
 `tanh y = (e - f) / (e + f)` and `sigmoid (2 y) = 1 / (1 + f²)`. -/
 theorem one_add_tanh_div_two (y : ℝ) : (1 + Real.tanh y) / 2 = sigmoid (2 * y) := by
   have hC : Real.cosh y ≠ 0 := (Real.cosh_pos y).ne'
-  have h1 : Real.tanh y * Real.cosh y = Real.sinh y :=
-    (eq_div_iff hC).1 (Real.tanh_eq_sinh_div_cosh y)
+  have h1 : Real.tanh y * Real.cosh y = Real.sinh y := by
+    first
+      | exact (eq_div_iff hC).1 (Real.tanh_eq_sinh_div_cosh y)
+      | exact (eq_div_iff hC).1 Real.tanh_eq_sinh_div_cosh
   have h2 : 2 * Real.sinh y = Real.exp y - Real.exp (-y) := by
     rw [Real.sinh_eq]
     ring
