@@ -495,7 +495,9 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
     first
       | (show A r ⬝ᵥ Pi.single k 1 = A r k
          rw [dotProduct_single, mul_one])
+      | (rw [Matrix.mulVec_single_one]; done)
       | (rw [Matrix.mulVec_single_one]; rfl)
+      | simp [Matrix.mulVec, dotProduct, Pi.single_apply]
   have hW : ∑ i, W.down r i * (W.up i ⬝ᵥ Pi.single k 1) = ∑ i, W.down r i * W.up i k := by
     refine Finset.sum_congr rfl fun i _ => ?_
     rw [dotProduct_single, mul_one]
@@ -522,9 +524,14 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
             | (rw [Finset.sum_sub_distrib, Finset.mul_sum]; done)
             | (rw [Finset.sum_sub_distrib, ← Finset.mul_sum]; done)
             | (simp only [Finset.sum_sub_distrib, Finset.mul_sum]; done)
-      _ = ∑ i, W.down r i * W.up i k - 2 * ∑ i ∈ S, W.down r i * W.up i k :=
-          congrArg (fun s => ∑ i, W.down r i * W.up i k - 2 * s)
-            (sum_univ_ite_mem S fun i => W.down r i * W.up i k)
+      _ = ∑ i, W.down r i * W.up i k - 2 * ∑ i ∈ S, W.down r i * W.up i k := by
+          first
+            | exact congrArg (fun s : ℝ => ∑ i, W.down r i * W.up i k - 2 * s)
+                (sum_univ_ite_mem S fun i => W.down r i * W.up i k)
+            | rw [sum_univ_ite_mem S fun i => W.down r i * W.up i k]
+  -- Restate the goal with the instances of `ℝ` (not those of `IndexSetCond`'s `CommRing`), so
+  -- that its sum is syntactically the atom of `hsumV`.
+  show ∑ i ∈ S, W.down r i * W.up i k = -A r k
   linarith
 
 /-! ### Other activations and biases, through bias_blowup -/
