@@ -665,3 +665,26 @@ def test_verify_dojo_with_real_toolchain(tmp_path: Path) -> None:
     assert [t["id"] for t in result["theorems"]] == list(THEOREM_IDS)  # type: ignore[union-attr,index]
     if result["trace"]["ok"]:  # type: ignore[index]
         assert result["exported"], result
+
+
+def test_dojo_traces_head_and_names_uncommitted_lean_files(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from absorb.lean.dojo import _uncommitted, head_commit
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    with pytest.raises(AbsorbError, match="not a git repository"):
+        head_commit(tmp_path)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "A.lean").write_text("theorem a : True := trivial\n")
+    (tmp_path / "notes.txt").write_text("x\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    commit = head_commit(tmp_path)
+    assert len(commit) == 40 and _uncommitted(tmp_path) == []
+    (tmp_path / "A.lean").write_text("theorem a : True := by sorry\n")
+    (tmp_path / "notes.txt").write_text("y\n")
+    assert _uncommitted(tmp_path) == ["A.lean"]

@@ -354,6 +354,10 @@ def _status_lines(res: dict[str, Any]) -> list[str]:
     lines += [f"finding: {_finding(f)}" for f in res.get("findings", [])]
     lines += [f"exercise (does not fail the audit): {_finding(f)}"
               for f in res.get("exercises", [])]
+    if res.get("backend") == "dojo":
+        lines.append(f"traced with LeanDojo at commit {res['commit']}"
+                     + (f"; not traced (uncommitted): {', '.join(res['uncommitted_lean_changes'])}"
+                        if res["uncommitted_lean_changes"] else ""))
     lines.append("ok" if res.get("ok") else "NOT ok")
     return lines
 

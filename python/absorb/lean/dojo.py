@@ -54,7 +54,8 @@ def verify_dojo(root: Path, *, timeout: float = 3600.0,
     """Trace ``root`` at ``HEAD`` with LeanDojo and report per manifest theorem.
 
     Raises :class:`ToolMissing` without the extra, without ``lake`` or without ``git``.
-    Returns ``{"backend": "dojo", "commit", "trace": {...}, "theorems": [{"id", "lean",
+    Returns ``{"backend": "dojo", "commit", "uncommitted_lean_changes" (Lean files not
+    traced as they are: LeanDojo sees ``HEAD``), "trace": {...}, "theorems": [{"id", "lean",
     "status", "declarations"}], "ok"}`` with status ``complete``, ``sorry``,
     ``native_decide``, ``untraced`` (a ``def``/``instance``/``structure``: LeanDojo traces
     theorems only), ``missing`` (no such theorem traced), ``error`` (the trace failed) or
@@ -71,6 +72,7 @@ def verify_dojo(root: Path, *, timeout: float = 3600.0,
     if not (root / "lakefile.lean").is_file() and not (root / "lakefile.toml").is_file():
         raise AbsorbError(f"{root}: no lakefile (is this the repository root?)")
     commit = head_commit(root)
+    dirty = _uncommitted(root)
     # LeanDojo calls `lake` through the shell: elan's default location must be on PATH.
     env = {**os.environ, "PATH": f"{lake.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory(prefix="absorb-dojo-") as tmp:
@@ -84,7 +86,8 @@ def verify_dojo(root: Path, *, timeout: float = 3600.0,
     kinds = _declaration_kinds(root)
     theorems = [theorem_record(thm, traced, root, kinds) for thm in THEOREMS]
     result: dict[str, object] = {
-        "backend": "dojo", "root": str(root), "commit": commit, "trace": trace,
+        "backend": "dojo", "root": str(root), "commit": commit,
+        "uncommitted_lean_changes": dirty, "trace": trace,
         "theorems": [{k: v for k, v in t.items() if k != "walkthrough"} for t in theorems],
         "ok": traced is not None
         and all(t["status"] in _ACCEPTED for t in theorems),
@@ -105,6 +108,14 @@ def head_commit(root: Path) -> str:
         raise AbsorbError(f"{root}: not a git repository with a commit; LeanDojo traces a "
                           "commit (git init && git commit first)")
     return commit
+
+
+def _uncommitted(root: Path) -> list[str]:
+    """Lean files whose working-tree state differs from ``HEAD`` (LeanDojo does not see it)."""
+    git = shutil.which("git")
+    assert git is not None  # head_commit found it
+    proc = run_process([git, "status", "--porcelain", "--", "*.lean"], root, 60.0)
+    return [line[3:] for line in proc.output.splitlines() if line.strip()]
 
 
 def _read_traced(path: Path) -> dict[str, Any] | None:
