@@ -54,10 +54,9 @@ EVIDENCE_NOTE = ("weak numerical evidence: the best fit of a residual-free block
 
 
 def _theorem(tid: str | None) -> dict[str, object]:
-    """The ``theorem``/``lean`` fields; Lean names come from the manifest only."""
-    if tid is None:
-        return {"theorem": None, "lean": []}
-    return {"theorem": tid, "lean": list(get_theorem(tid).lean)}
+    """The ``theorem``/``chain``/``lean`` fields of a verdict resting on one theorem (or none);
+    Lean names come from the manifest only."""
+    return _chain([] if tid is None else [tid])
 
 
 def _point(A: Array, rng: np.random.Generator) -> Array:

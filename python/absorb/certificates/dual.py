@@ -47,15 +47,26 @@ LP_TIME_LIMIT = 60.0
 class DualCertificate:
     """A verified Y: −⟨A, Y⟩ lies ``margin`` outside [Σ min(c_i,0), Σ max(c_i,0)]."""
 
-    Y: Any  # d×d object array of Fractions
+    Y: Any  # d×d: float64 on the dyadic grid 2^-grid (exact values), or Fractions
     check: DualCheck
     source: str
     grid: int | None
 
+    def rational_strings(self) -> list[list[str]]:
+        """Y as exact "p/q" strings (vectorized for the grid case: Y = m / 2^grid)."""
+        if self.grid is None:
+            return [[str(Fraction(v)) for v in row] for row in self.Y]
+        m = np.rint(np.asarray(self.Y) * 2.0**self.grid).astype(np.int64)
+        den = np.int64(1) << np.int64(self.grid)
+        g = np.gcd(m, den)
+        num, q = m // g, den // g
+        return [[f"{a}/{b}" if b != 1 else str(a) for a, b in zip(r1, r2, strict=True)]
+                for r1, r2 in zip(num.tolist(), q.tolist(), strict=True)]
+
     def to_json(self) -> dict[str, object]:
         exact = isinstance(self.check.margin, Fraction)
         return {
-            "Y": [[str(Fraction(v)) for v in row] for row in self.Y],
+            "Y": self.rational_strings(),
             "margin": str(self.check.margin) if exact else float(self.check.margin),
             "margin_float": float(self.check.margin),
             "value": float(self.check.value),
@@ -120,8 +131,7 @@ def certify(w: Weights, candidates: Iterable[tuple[Any, str]]) -> DualCertificat
                 continue
             chk = check_dual(w.W_up, w.W_down, Yk, w.A)
             if chk.valid:
-                Yq = np.vectorize(Fraction, otypes=[object])(Yk) if Yk.dtype != object else Yk
-                return DualCertificate(Yq, chk, source, k)
+                return DualCertificate(Yk, chk, source, k)
     return None
 
 

@@ -391,6 +391,8 @@ def _skip_verdict(w: Weights, a_is_zero: bool, rank: Callable[[Any], int]) -> _V
     rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n)."""
     if a_is_zero:
         return "found", (), "trivial", "the skip matrix is zero, so S = ∅ works"
+    if w.d <= w.n:  # rank A ≤ d ≤ n: nothing to decide (and no SVD of a large A)
+        return None
     rank_a = rank(w.A)
     if rank_a > w.n:
         return ("none", None, "rank",
@@ -480,7 +482,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     if note:
         notes.append(note)
     if cert is not None:
-        y_l1 = float(sum(abs(float(v)) for v in cert.Y.ravel()))
+        y_l1 = float(np.sum(np.abs(np.asarray(cert.Y, dtype=np.float64))))
         if float(cert.check.margin) > tau * y_l1:
             return out("none", None, "dual-lp",
                        "a separating Y proves -A outside the zonotope, by more than any S "
