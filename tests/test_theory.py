@@ -254,6 +254,12 @@ def test_identity_activation_is_decided_by_rank(exact: bool, rng: np.random.Gene
                                        "A_skip": [[1, 0], [0, 2]]}), act)
         r = decide(block, rng=rng)
         assert r["exact"] and r["certificate"]["rank"] == 1 and r["verdict"] == "absorbed"  # type: ignore[index]
+        # the absorbing block is exact: V_down V_up = A + W_down W_up over ℚ
+        hw = r["absorbing_block"]
+        assert isinstance(hw, dict)
+        prod = np.array(hw["W_down"], dtype=object) @ np.array(hw["W_up"], dtype=object)
+        assert prod.tolist() == [[0, 0], [0, 2]]
+        assert all(isinstance(v, Fraction) for v in np.ravel(hw["W_up"]))
     else:
         narrow = random_block(act, 4, 2, rng)
         r = decide(narrow, rng=rng)

@@ -24,6 +24,7 @@ import numpy as np
 from absorb import certificates
 from absorb.blocks import Array, Block, ObjectArray
 from absorb.certificates import check_dual, check_index_set
+from absorb.certificates._inputs import rref
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
@@ -515,11 +516,42 @@ def _decide_linear(block: Block, rng: np.random.Generator,
     h = Block(block.activation, V_up, V_down,
               b_up=np.zeros(block.n) if block.has_biases else None, b_down=c_down,
               residual=False)
+    weights = _weights_json(h) if block.exact is None else _exact_linear_weights(block)
     return {**base, "verdict": "absorbed", **_theorem(None),
             "reason": f"the block is linear with rank {rank} <= n = {block.n}; a rank "
-                      "factorization (SVD) of A + W_down W_up absorbs it",
-            "certificate": facts, "S": None, "absorbing_block": _weights_json(h),
+                      "factorization of A + W_down W_up absorbs it"
+                      + (" (over Q, exact)" if block.exact is not None else " (SVD)"),
+            "certificate": facts, "S": None, "absorbing_block": weights,
             **_verify(block, h, rng)}
+
+
+def _exact_linear_weights(block: Block) -> dict[str, object]:
+    """L = A + W_down W_up = C R over ℚ (R: the nonzero rows of rref(L), C: L's pivot
+    columns), padded with zero units to width n; c_down = b_down + W_down b_up."""
+    ex = block.exact
+    assert ex is not None  # only for exact blocks
+    A_q = ex.A_skip if ex.A_skip is not None else rounding_free(block.skip_matrix())
+    L = A_q + ex.W_down @ ex.W_up
+    red, pivots = rref([list(row) for row in L])
+    r = len(pivots)
+    zero = Fraction(0)
+    V_up = np.full((block.n, block.d), zero, dtype=object)
+    V_down = np.full((block.d, block.n), zero, dtype=object)
+    if r:
+        V_up[:r] = np.array(red[:r], dtype=object)
+        V_down[:, :r] = L[:, pivots]
+    out: dict[str, object] = {"W_up": V_up, "W_down": V_down}
+    if block.has_biases:
+        b_up = ex.b_up if ex.b_up is not None else (
+            None if block.b_up is None else rounding_free(block.b_up))
+        b_down = ex.b_down if ex.b_down is not None else (
+            None if block.b_down is None else rounding_free(block.b_down))
+        c_down = np.full(block.d, zero, dtype=object) if b_down is None else b_down
+        if b_up is not None:
+            c_down = c_down + ex.W_down @ b_up
+        out["b_up"] = np.full(block.n, zero, dtype=object)
+        out["b_down"] = c_down
+    return out
 
 
 def decide(block: Block, *, rng: np.random.Generator, search: bool = True,
