@@ -170,6 +170,7 @@ theorem abs_add_add_abs_sub_of_abs_le {a s : ℝ} (h : |s| ≤ |a|) :
       | exact neg_abs_le s
       | exact (abs_le.mp le_rfl).1
       | linarith [neg_le_abs s]
+      | linarith [le_abs_self (-s), abs_neg s]
   rcases le_total 0 a with ha | ha
   · have e0 : |a| = a := abs_of_nonneg ha
     have e1 : |a + s| = a + s := abs_of_nonneg (by linarith)
