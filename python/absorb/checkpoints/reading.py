@@ -74,7 +74,9 @@ class _Shard:
         start, _ = self._offsets[key]["data_offsets"]
         bits = np.memmap(self.path, dtype="<u2", mode="r",
                          offset=8 + self._offsets["__size__"] + start, shape=shape)
-        return (bits.astype(np.uint32) << 16).view(np.float32)
+        wide = bits.astype(np.uint32)
+        wide <<= 16  # in place: one n×d uint32 temporary, not two
+        return wide.view(np.float32)
 
 
 class Checkpoint:
