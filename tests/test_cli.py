@@ -11,8 +11,8 @@ import pytest
 from safetensors.numpy import save_file
 from tests.conftest import REPO, CliResult, exact_planted_json, plant, run_subprocess
 
-from absorb.cli import find_root
 from absorb.activations import CATALOG
+from absorb.cli import find_root
 from absorb.errors import AbsorbError
 from absorb.lean import find_lake
 
@@ -172,7 +172,7 @@ def test_search_json(cli: Cli) -> None:
               "--steps", "20", "--samples", "64", "--json")
     assert res.code == 0, res.err
     obj = res.json()
-    assert obj["activation"] == "relu" and "relative_error" in obj
+    assert obj["target"]["activation"] == "relu" and "relative_error" in obj  # type: ignore[index]
 
 
 def test_internal_errors_exit_1_in_one_line(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
