@@ -280,3 +280,19 @@ def test_ctrl_c_during_a_group_of_renames_waits_for_the_group(tmp_path: Path) ->
                 os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the group
     assert all((tmp_path / n).read_text() == "new" for n in names)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_benchmark_results_default_outside_the_tree(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    import importlib
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    run = importlib.import_module("run")
+    default = run.results_path(None, update=False, quick=True)
+    assert default.parent == tmp_path / "absorb-benchmarks" and default.suffix == ".md"
+    assert not default.resolve().is_relative_to(REPO)
+    assert run.results_path(None, update=True, quick=False) == REPO / "benchmarks" / "results.md"
