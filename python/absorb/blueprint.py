@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from absorb.errors import AbsorbError, ToolMissing
+from absorb.files import write_atomic
 from absorb.manifest import THEOREMS, Theorem
 
 #: The environment of each theorem ID: the paper's numbering decides lemma / proposition /
@@ -162,7 +163,7 @@ def write_sources(out: Path, proved: Mapping[str, bool] | None = None) -> Path:
         "content.tex": content_tex(THEOREMS, proved or {}),
     }
     for name, text in files.items():
-        (src / name).write_text(text, encoding="utf-8")
+        write_atomic(src / name, text)
     return src
 
 
