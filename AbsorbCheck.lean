@@ -47,8 +47,8 @@ def runFile (path : String) : IO UInt32 := do
 end AbsorbCheck
 
 /-- `absorb-check FILE.json`: decide the index-set condition (candidate `S`) or the dual
-certificate (`Y`) of the block in `FILE.json` exactly over `ℚ` and print the JSON verdict. Exit code `0` when a verdict was printed, `2`
-on bad input or a usage error. -/
+certificate (`Y`) of the block in `FILE.json` exactly over `ℚ` and print the JSON verdict.
+Exit code `0` when a verdict was printed, `2` on bad input or a usage error. -/
 def main (args : List String) : IO UInt32 :=
   match args with
   | [path] => AbsorbCheck.runFile path

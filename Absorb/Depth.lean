@@ -7,7 +7,8 @@ import Absorb.Linearization
 
 This file formalizes Corollary 7 of Mijoski–Karbevski, *Can an MLP Absorb Its Own Skip
 Connection?* (arXiv 2604.23705), for homogeneous blocks of a *natural* degree `k ≥ 2`
-(`k : ℕ`, `σ(t z) = t ^ k σ(z)` with the monoid power) and for gated blocks as in Proposition 6 (`Absorb.Linearization`), through one abstract property of a block kind.
+(`k : ℕ`, `σ(t z) = t ^ k σ(z)` with the monoid power) and for gated blocks as in
+Proposition 6 (`Absorb.Linearization`), through one abstract property of a block kind.
 
 A kind `K` is *flat at zero* (`Absorb.FlatAtZero K`) if every block of that kind is `o(‖y‖)`
 at the origin, in the sequential form: whenever `t⁻¹ • y t → v` as `t → 0⁺`, also
