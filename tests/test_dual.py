@@ -367,3 +367,23 @@ def test_singular_skip_is_accepted_by_check(cli: Callable[..., CliResult],
                   "--no-search")
         assert res.code == 0, res.err
     assert res.json()["verdict"] in ("not_absorbed", "absorbed")
+
+
+def test_tol_sets_what_counts_as_rounding(cli: Callable[..., CliResult],
+                                          tmp_path: Path) -> None:
+    """The same float32-stored planted block: one rounding away by default, not absorbed when
+    --tol asks for (nearly) exact weights — with a certificate that no exact S exists."""
+    rng = np.random.default_rng(14)
+    block, _ = plant("gelu", 3, 9, 4, rng)
+    np.savez(tmp_path / "p.npz", W_up=block.W_up.astype(np.float32),
+             W_down=block.W_down.astype(np.float32))
+    argv = ["check", "--activation", "gelu", "--weights", str(tmp_path / "p.npz"), "--json",
+            "--no-search"]
+    default = cli(*argv).json()
+    assert default["verdict"] == "absorbable_up_to_rounding"
+    assert default["storage"]["dtype"] == "float32"  # type: ignore[index]
+    strict = cli(*argv, "--tol", "1e-12").json()
+    assert strict["verdict"] == "not_absorbed"
+    assert strict["certificate"]["dual"] is not None  # type: ignore[index]
+    text = cli(*argv[:-2], "--no-search")
+    assert text.code == 0 and "unit roundoffs" in text.out and "LayerNorm" in text.out

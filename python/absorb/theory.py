@@ -388,7 +388,14 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
                           f"not within the rounding bound for tol = {store.tol:.3g}",
                 "S": S, "rounding": rep.to_json(), "unmet_hypotheses": [],
                 "index_set_search": result.to_json()}
+    exactly = ("the stored weights themselves admit no exact index set (dual certificate "
+               f"below, margin {float(result.dual.check.margin):.3g}): the stored block is one "
+               "rounding away from absorbable, not absorbable itself"
+               if result.dual is not None else
+               "the condition fails on the stored weights by less than their precision")
     return {**base, "verdict": "absorbable_up_to_rounding", **_chain(["index_set_sufficient"]),
+            "stored_weights_exactly": exactly,
+            "certificate": _certificate(result, float(np.linalg.norm(block.skip_matrix()))),
             "reason": f"W_down[:,S] W_up[S,:] = -A holds up to the {dtype} storage precision "
                       f"(|S| = {len(S)}): a change of W_down[:,S] of relative size "
                       f"{rep.relative_change:.3g} ({rep.in_roundoffs:.3g} unit roundoffs) "
@@ -433,6 +440,9 @@ def _decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
             out["reason"] = "the given index set S meets the condition exactly; " + str(
                 out["reason"])
             return out
+        base = {**base, "given_S": {"S": S0, "condition_exact": False,
+                                    "note": "the given S does not meet the condition exactly; "
+                                            "the complete search decides"}}
     result = (certificates.find_index_set(W_up, W_down, A) if store.search_tol is None
               else certificates.find_index_set(W_up, W_down, A, tol=store.search_tol))
     if result.status == "found":
@@ -466,14 +476,13 @@ def _decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
         confirm = result if result.exact else _confirm_exactly(block)
         if confirm is None or confirm.status != "none":
             return {**base, "verdict": "undetermined", **_chain([]),
-                    "reason": "the floating-point search found no index set, but -A lies "
-                              "inside the zonotope (no dual certificate exists) and the exact "
-                              "search did not confirm it within its budget",
+                    "reason": "the floating-point search found no index set, but no dual "
+                              "certificate was found and the exact search did not confirm it "
+                              "within its budget",
                     "certificate": cert, "unmet_hypotheses": [],
                     "search": _evidence(block, rng, run_search)}
         proof = ("exhaustive search in exact rational arithmetic on the stored weights "
-                 f"({confirm.method}); -A lies inside the zonotope, so no dual certificate "
-                 "exists")
+                 f"({confirm.method}); no dual certificate: " + "; ".join(result.notes))
         cert["exact_search"] = confirm.to_json()
     cert["proof"] = proof
     cert["theorem"] = ("no index set exists (" + proof + "); "

@@ -433,6 +433,11 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
         return out("none", None, "relaxation",
                    f"exact relaxation residual r² > 0 (≈ {rel.residual:.6g}): "
                    "not even a real s solves the d² equations", cert)
+    cert, note = _lp_certificate(w, dual)
+    notes.append(note)
+    if cert is not None:
+        return out("none", None, "dual-lp",
+                   "a separating Y proves -A outside the zonotope: no index set", cert)
     if rel.unique:
         p = sysm.particular
         if all(v in (0, 1) for v in p):
@@ -440,11 +445,6 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
             return out("found", S, "unique-solution",
                        f"the real solution is unique and 0/1: |S| = {len(S)}")
         return out("none", None, "unique-solution", "the real solution is unique and not 0/1")
-    cert, note = _lp_certificate(w, dual)
-    notes.append(note)
-    if cert is not None:
-        return out("none", None, "dual-lp",
-                   "a separating Y proves -A outside the zonotope: no index set", cert)
 
     def accept(S: tuple[int, ...]) -> bool:
         return all(v == 0 for v in _residual_matrix(w, S).ravel())
@@ -478,9 +478,8 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
         return out("none", None, "relaxation",
                    f"relaxation residual r² = {rel.residual:.6g} > tolerance "
                    f"{rel.tolerance:.3g}: no real s, hence no S, within tol", cert)
-    cert, note = (None, "") if rel.unique else _lp_certificate(w, dual)
-    if note:
-        notes.append(note)
+    cert, note = _lp_certificate(w, dual)
+    notes.append(note)
     if cert is not None:
         y_l1 = float(np.sum(np.abs(np.asarray(cert.Y, dtype=np.float64))))
         if float(cert.check.margin) > tau * y_l1:
