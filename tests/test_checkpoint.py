@@ -250,5 +250,8 @@ def test_cli_text_and_json(tmp_path: Path, rng: np.random.Generator, cli: object
     assert re.search(r"^0 +4 +12 +not_absorbed +\d\.\d+ +\d", text.out, re.MULTILINE)
     res = run("inspect", str(path), "--json").json()  # type: ignore[operator]
     assert [row["layer"] for row in res["layers"]] == [0, 1]
+    assert {row["storage"]["dtype"] for row in res["layers"]} == {"float32"}
+    res = run("inspect", str(path), "--json", "--tol", "1e-3").json()  # type: ignore[operator]
+    assert {row["storage"]["tol"] for row in res["layers"]} == {1e-3}
     bad: CliResult = run("inspect", str(path), "--arch", "gpt2")  # type: ignore[operator]
     assert bad.code == 2 and bad.err.startswith("error: --arch gpt2: no tensor matches")
