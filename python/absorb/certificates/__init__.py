@@ -4,7 +4,9 @@
 * :mod:`.dual` — producing dual certificates Y (relaxation residual, separation LP);
 * :mod:`.verify` — the independent, rigorous check of a certificate on the stored numbers;
 * :mod:`.search` — the complete index-set search, planned by its predicted cost;
-* :mod:`.rounding` — storage precision: "absorbable up to rounding".
+* :mod:`.enumeration` — its engines: meet-in-the-middle over subset sums, HiGHS ``milp``;
+* :mod:`.rounding` — storage precision: "absorbable up to rounding";
+* :mod:`.export` — the Lean checker's JSON format (``absorb-check/1``).
 """
 
 from absorb.certificates.dual import DualCertificate, dual_certificate

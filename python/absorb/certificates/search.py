@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -31,12 +30,20 @@ import scipy.linalg as sla
 from numpy.typing import NDArray
 
 from absorb.budget import available_memory, human_bytes, human_seconds
-from absorb.certificates._inputs import FloatArray, Weights, exact_rank, prepare
+from absorb.certificates._inputs import Weights, exact_rank, prepare
 from absorb.certificates.dual import (
     DualCertificate,
     certify,
     lp_separator,
     residual_candidates,
+)
+from absorb.certificates.enumeration import (
+    MILP_TIME_LIMIT,
+    bits,
+    integer_rows,
+    meet_in_the_middle,
+    milp_binary,
+    subset_sums,
 )
 from absorb.certificates.real_relaxation import (
     ExactSystem,
@@ -59,14 +66,6 @@ __all__ = [
 Method = Literal["auto", "meet-in-the-middle", "milp"]
 Status = Literal["found", "none", "limit"]
 
-# Keys of the meet-in-the-middle hash are projections on a fixed random direction: the
-# search is complete for any direction, the seed only fixes which (harmless) key collisions
-# occur, so results are deterministic.
-_PROJECTION_SEED = 20260423
-# Pairs of half-sums whose keys collide are verified in chunks of this many pairs.
-_PAIR_CHUNK = 1 << 20
-# HiGHS wall-clock budget (seconds) of the integer program.
-_MILP_TIME_LIMIT = 60.0
 #: Meet-in-the-middle is preferred to HiGHS only below these predicted costs ...
 MITM_PREFERRED_BYTES = 256 << 20
 MITM_PREFERRED_SECONDS = 1.0
@@ -198,150 +197,6 @@ def mitm_affordable(plan: SearchPlan, memory: int | None = None) -> str | None:
         return (f"meet-in-the-middle would need about {human_seconds(plan.seconds)}, "
                 f"above the limit of {human_seconds(MITM_MAX_SECONDS)}")
     return None
-
-
-# --------------------------------------------------------------------------------------------
-# subset sums
-
-
-def _subset_sums(cols: NDArray[Any]) -> NDArray[Any]:
-    """All 2^h sums of subsets of the rows of ``cols`` (h × r); row k of the result is the sum
-    over the set bits of k. Built by doubling: O(2^h·r) work, no 2^h × h indicator matrix."""
-    h, r = cols.shape
-    sums = np.zeros((1 << h, r), dtype=cols.dtype)
-    size = 1
-    for j in range(h):
-        np.add(sums[:size], cols[j], out=sums[size : 2 * size])
-        size *= 2
-    return sums
-
-
-def _bits(k: int, offset: int) -> list[int]:
-    return [offset + j for j in range(k.bit_length()) if (k >> j) & 1]
-
-
-@dataclass(frozen=True)
-class _Mitm:
-    status: Literal["found", "none", "limit"]
-    S: tuple[int, ...] | None
-    detail: str
-
-
-def _meet_in_the_middle(
-    E: NDArray[Any],
-    t: NDArray[Any],
-    delta: float,
-    accept: Any,
-    max_enumeration: int,
-) -> _Mitm:
-    """Complete search for s ∈ {0,1}ⁿ with ‖E s − t‖₂ ≤ delta (delta = 0: exact equality).
-
-    E is r × n (reduced, independent equations), t ∈ ℝʳ. Split the columns into halves L, R,
-    enumerate all subset sums of each half, key them by a projection on a random unit vector
-    w (‖u − v‖ ≤ δ ⇒ |w·u − w·v| ≤ δ, so no solution is missed), match keys by sorting and
-    binary search, and verify every key match on the whole r-vector; ``accept(S)`` is the
-    final check on the original weights.
-    """
-    r, n = E.shape
-    h1 = n // 2
-    h2 = n - h1
-    cost = (1 << h1) + (1 << h2)
-    if cost > max_enumeration:
-        return _Mitm(
-            "limit",
-            None,
-            f"meet-in-the-middle would enumerate {cost} subset sums "
-            f"(n={n}), above max_enumeration={max_enumeration}",
-        )
-    exact = delta == 0.0 and E.dtype != np.float64
-    rng = np.random.default_rng(_PROJECTION_SEED)
-    if exact:
-        w: NDArray[Any] = rng.integers(1, 1 << 16, size=r).astype(E.dtype)
-    else:
-        wf = rng.standard_normal(r)
-        w = np.asarray(wf / np.linalg.norm(wf))
-    left = _subset_sums(E[:, :h1].T)
-    right = _subset_sums(E[:, h1:].T)
-    k_left = left @ w
-    k_right = t @ w - right @ w
-    order = np.argsort(k_left, kind="stable")
-    k_sorted = k_left[order]
-    lo = np.searchsorted(k_sorted, k_right - delta if not exact else k_right, side="left")
-    hi = np.searchsorted(k_sorted, k_right + delta if not exact else k_right, side="right")
-    counts = (hi - lo).astype(np.int64)
-    total = int(counts.sum())
-    if total > max_enumeration:
-        return _Mitm(
-            "limit",
-            None,
-            f"{total} key collisions between the half-sums, above "
-            f"max_enumeration={max_enumeration}",
-        )
-    matched = np.nonzero(counts)[0]
-    # expand the (right index, left position) pairs in chunks of about _PAIR_CHUNK pairs
-    start = 0
-    while start < matched.size:
-        csum = np.cumsum(counts[matched[start:]])
-        stop = start + max(1, int(np.searchsorted(csum, _PAIR_CHUNK, side="right")))
-        js = matched[start:stop]
-        cj = counts[js]
-        rep_j = np.repeat(js, cj)
-        within = np.arange(int(cj.sum())) - np.repeat(np.cumsum(cj) - cj, cj)
-        rep_i = order[np.repeat(lo[js], cj) + within]
-        diff = left[rep_i] + right[rep_j] - t
-        ok = np.all(diff == 0, axis=1) if exact else np.sum(diff * diff, axis=1) <= delta * delta
-        for pos in np.nonzero(ok)[0]:
-            S = tuple(_bits(int(rep_i[pos]), 0) + _bits(int(rep_j[pos]), h1))
-            if accept(S):
-                return _Mitm(
-                    "found",
-                    S,
-                    f"meet-in-the-middle over 2^{h1} + 2^{h2} subset sums "
-                    f"of {r} independent equations found |S| = {len(S)}",
-                )
-        start = stop
-    return _Mitm(
-        "none",
-        None,
-        f"meet-in-the-middle enumerated all 2^{h1} + 2^{h2} subset sums "
-        f"of the {r} independent equations: no 0/1 solution",
-    )
-
-
-def _integer_rows(
-    R: list[list[Fraction]], rhs: list[Fraction]
-) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Scale each rational equation to integers; int64 when no subset sum or key can overflow."""
-    rows, b = [], []
-    for row, v in zip(R, rhs, strict=True):
-        m = math.lcm(*(x.denominator for x in [*row, v]))
-        rows.append([int(x * m) for x in row])
-        b.append(int(v * m))
-    # |key| ≤ Σ_j |w_j| · Σ_i |E_ji| with |w_j| < 2^16 (see _meet_in_the_middle)
-    bound = (1 << 16) * sum(
-        sum(abs(x) for x in row) + abs(v) for row, v in zip(rows, b, strict=True)
-    )
-    dtype: Any = np.int64 if bound < (1 << 62) else object
-    return np.array(rows, dtype=dtype).reshape(len(rows), -1), np.array(b, dtype=dtype)
-
-
-def _milp(E: FloatArray, t: FloatArray, delta: float) -> tuple[str, tuple[int, ...] | None]:
-    """HiGHS on: s ∈ {0,1}ⁿ, t − δ ≤ E s ≤ t + δ (a box containing the δ-ball)."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    n = E.shape[1]
-    res = milp(
-        c=np.zeros(n),
-        constraints=LinearConstraint(E, t - delta, t + delta),
-        integrality=np.ones(n),
-        bounds=Bounds(0.0, 1.0),
-        options={"time_limit": _MILP_TIME_LIMIT},
-    )
-    if res.status == 0 and res.x is not None:
-        return "found", tuple(int(i) for i in np.nonzero(np.round(res.x) > 0.5)[0])
-    if res.status == 2:
-        return "infeasible", None
-    return "limit", None
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,7 +374,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
 def _search_reduced_exact(w: Weights, rel: Relaxation, sysm: ExactSystem,
                           accept: Callable[[tuple[int, ...]], bool], max_enumeration: int,
                           method: Method, notes: list[str]) -> IndexSetSearch:
-    E, t = _integer_rows(sysm.R, sysm.rhs)
+    E, t = integer_rows(sysm.R, sysm.rhs)
     entries: Literal["int64", "object"] = "object" if E.dtype == object else "int64"
     plan = plan_search(w.n, E.shape[0], entries=entries, method=method,
                        max_enumeration=max_enumeration)
@@ -543,7 +398,7 @@ def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
         return "limit", None, "meet-in-the-middle", prefix + blocked
     enum_cap = max_enumeration if plan.method == "meet-in-the-middle" else 1 << 62
     try:
-        res = _meet_in_the_middle(E, t, delta, accept, enum_cap)
+        res = meet_in_the_middle(E, t, delta, accept, enum_cap)
     except MemoryError:
         return ("limit", None, "meet-in-the-middle",
                 prefix + f"meet-in-the-middle ran out of memory (predicted "
@@ -568,7 +423,7 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
     # exact integer rows are met exactly by an index set; HiGHS needs a little slack for its
     # own floating-point feasibility tolerance (found points are re-verified exactly).
     slack = delta if not exact else 1e-9 * max(1.0, float(np.max(np.abs(Ef))))
-    status, S = _milp(Ef, tf, slack)
+    status, S = milp_binary(Ef, tf, slack)
     if status == "found" and S is not None and accept(S):
         return "found", S, f"HiGHS milp found a verified index set, |S| = {len(S)}"
     if status == "infeasible" and not exact:
@@ -578,7 +433,7 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
         "infeasible": "HiGHS reports the binary program infeasible, which is not an exact "
         "proof for rational input",
         "found": "HiGHS returned a point that failed verification on the weights",
-        "limit": f"HiGHS stopped at its {_MILP_TIME_LIMIT:.0f} s limit",
+        "limit": f"HiGHS stopped at its {MILP_TIME_LIMIT:.0f} s limit",
     }[status]
     return "limit", None, why
 
@@ -595,10 +450,10 @@ def brute_force_index_set(
     if w.n > 24:
         raise AbsorbError(f"brute force over 2^{w.n} subsets refused (n > 24)")
     cols = (w.W_down.T[:, :, None] * w.W_up[:, None, :]).reshape(w.n, w.d * w.d)
-    res = _subset_sums(cols) + w.A.reshape(-1)
+    res = subset_sums(cols) + w.A.reshape(-1)
     if w.exact:
         ok = np.all(res == 0, axis=1)
     else:
         ok = np.max(np.abs(res), axis=1) <= tol * float(np.max(np.abs(w.A)))
     hits = np.nonzero(ok)[0]
-    return None if hits.size == 0 else tuple(_bits(int(hits[0]), 0))
+    return None if hits.size == 0 else tuple(bits(int(hits[0]), 0))
