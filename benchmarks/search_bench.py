@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from typing import Any
 
@@ -125,6 +126,7 @@ def bench_search(quick: bool) -> Any:
                 f"{floor.worst:.3g} ({len(floor.per_restart)} restarts, {floor.seconds:.0f} s)",
                 f"{r2:.3g}", f"{floor.worst / max(p_best, 1e-300):.2g}",
             ])
+            print("  ".join(table.rows[-1]), file=sys.stderr, flush=True)  # progress
     table.notes += [
         f"planted: |S| = 5 (d = 4) or 10 (d = 8), {TARGET:g} must hold at every scale; the cell "
         "gives the wall time until the first restart that reached it (restarts continue "
@@ -140,14 +142,15 @@ def bench_search(quick: bool) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     import os
-    import sys
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="d = 4, n = 16 only")
     args = ap.parse_args(argv)
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
-    print(bench_search(args.quick).text())
+    table = bench_search(args.quick)
+    print(table.text())
+    print("\n" + table.markdown())
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -189,18 +189,20 @@ def run_search(
     """
     width = width_of(block, width_factor)
     rng = np.random.default_rng(seed)
-    settings = {"width": width, "restarts": restarts, "steps": steps, "samples": samples,
-                "engine": engine, "progress": progress}
-    res = fit_residual_free(block, rng=rng, init_from_target=init_from_target,
-                            time_budget=time_budget, **settings)  # type: ignore[arg-type]
+    def fit(target: Block, generator: np.random.Generator, from_target: bool) -> SearchResult:
+        return fit_residual_free(target, width=width, restarts=restarts, steps=steps,
+                                 samples=samples, engine=engine, progress=progress,
+                                 rng=generator, init_from_target=from_target,
+                                 time_budget=time_budget)
+
+    res = fit(block, rng, init_from_target)
     pred = prediction(block, width)
     ctrl_json: dict[str, object] | None = None
     ctrl: SearchResult | None = None
     if control:
         ctrl_rng = np.random.default_rng([seed, 1])
         target, kind = _control_target(block, ctrl_rng)
-        ctrl = fit_residual_free(target, rng=ctrl_rng, time_budget=time_budget,
-                                 **settings)  # type: ignore[arg-type]
+        ctrl = fit(target, ctrl_rng, False)
         ctrl_json = {"kind": kind, "max_relative_error": ctrl.worst,
                      "relative_error": {str(s): e for s, e in ctrl.relative_error.items()},
                      "status": ctrl.status, "seconds": ctrl.seconds}

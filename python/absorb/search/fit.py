@@ -197,11 +197,11 @@ class _Engine:
         self.unit = unit_function(target)
         self.dtype, self.reflect, self.lr, self.project = dtype, reflect, lr, project
         self.deadline = math.inf
-        kw = {"width": width, "gated": target.W_gate is not None,
-              "up_bias": target.b_up is not None, "down_bias": target.b_down is not None}
-        sw = np.sqrt(omega)
-        self.vp = VarPro(self.unit, X, T, sw, **kw)  # type: ignore[arg-type]
-        self.vp_aux = VarPro(self.unit, X, T, sw, aux_linear=True, **kw)  # type: ignore[arg-type]
+        self.vp, self.vp_aux = (
+            VarPro(self.unit, X, T, np.sqrt(omega), width=width, gated=target.W_gate is not None,
+                   up_bias=target.b_up is not None, down_bias=target.b_down is not None,
+                   aux_linear=aux)
+            for aux in (False, True))
 
     def lm(self, p: dict[str, Array], polish: bool = False) -> tuple[dict[str, Array], float]:
         vp = self.vp
