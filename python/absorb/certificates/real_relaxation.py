@@ -81,14 +81,20 @@ def relaxation_cost(d: int, n: int) -> Cost:
 
     Memory: G (n² floats, factorized in place), the float64 weights and the transposed
     W_down (3nd), the Gram row-block temporaries (3·b·n); when n > d², G is rank-deficient
-    and the minimum-norm solution needs its eigendecomposition (G and V: 2n² more).
+    and the minimum-norm solution needs its eigendecomposition (G and V: 2n² more). The
+    certificate check that follows (:mod:`.verify`) needs the weights and five n×d floats
+    (W_downᵀY, |W_downᵀ||Y| and their temporaries); the peak is the larger phase.
     Work: the two symmetric Gram products (2n²d), c and the residual matrix (2nd² + 2nd²),
-    pivoted Cholesky (n³/3), or eigh (about 9n³) when rank-deficient.
+    pivoted Cholesky (n³/3), or eigh (about 9n³) when rank-deficient, and the check (4nd²).
     """
     nn, dd = float(n), float(d)
     rank_deficient = n > d * d
-    floats = nn * nn * (3.0 if rank_deficient else 1.0) + 3.0 * nn * dd + 3.0 * _block_rows(n) * nn
-    flops = 2.0 * nn * nn * dd + 4.0 * nn * dd * dd + (9.0 if rank_deficient else 1.0 / 3.0) * nn**3
+    gram_phase = (nn * nn * (3.0 if rank_deficient else 1.0) + 3.0 * nn * dd
+                  + 3.0 * _block_rows(n) * nn)
+    check_phase = 7.0 * nn * dd + 2.0 * dd * dd
+    floats = max(gram_phase, check_phase)
+    flops = (2.0 * nn * nn * dd + 8.0 * nn * dd * dd
+             + (9.0 if rank_deficient else 1.0 / 3.0) * nn**3)
     return Cost(FLOAT_BYTES * floats, flops)
 
 

@@ -72,6 +72,8 @@ MITM_PREFERRED_SECONDS = 1.0
 #: ... and is never started above this share of the available memory or this time.
 MITM_MEMORY_SHARE = 0.5
 MITM_MAX_SECONDS = 120.0
+#: HiGHS gets the reduced system as a dense matrix; beyond this many entries it is not tried.
+MILP_MAX_ENTRIES = 1 << 22
 # Measured throughput of the enumeration: seconds per (subset sum × coordinate), for machine
 # integers/floats and for Python integers (object arrays, exact input with huge entries).
 _SECONDS_PER_ENTRY = {"int64": 4e-9, "object": 1.5e-7}
@@ -343,6 +345,12 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                        "within tolerance could reach: no index set", cert)
         notes.append("the certificate's margin is within the tolerance: searching for an S "
                      "that meets the condition up to the tolerance")
+    plan = plan_search(w.n, rel.rank, method=method, max_enumeration=max_enumeration)
+    blocked = mitm_affordable(plan)
+    if w.n * rel.rank > MILP_MAX_ENTRIES and blocked is not None and not rel.unique:
+        # neither engine can run: stop before the n×n eigendecomposition
+        return out("limit", None, "plan", f"{plan.reason}; {blocked}; and the binary program "
+                   f"({rel.rank}×{w.n}) is above {MILP_MAX_ENTRIES} entries", cert, plan)
     G = gram(w.W_up, w.W_down)
     # orthonormal reduced coordinates: with G = V Λ Vᵀ and K = U Λ^½ Vᵀ, the map Uᵀ is an
     # isometry on span(K), Uᵀk_i = column i of Λ_r^½ V_rᵀ and Uᵀvec(A) = Λ_r^{-½} V_rᵀ c.
@@ -366,7 +374,6 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
             return out("none", None, "unique-solution",
                        "the real solution is unique and no 0/1 point lies within radius "
                        f"{radius:.3g} of it", cert)
-    plan = plan_search(w.n, r, method=method, max_enumeration=max_enumeration)
     status, S, how, detail = _run_plan(plan, E, t, delta, accept, max_enumeration, exact=False)
     return out(status, S, how, detail, cert, plan)
 
@@ -420,6 +427,9 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
         Ef = np.asarray(E, dtype=np.float64)
         tf = np.asarray(t, dtype=np.float64)
     r = Ef.shape[0]
+    if Ef.size > MILP_MAX_ENTRIES:
+        return "limit", None, (f"the binary program has {r}×{Ef.shape[1]} dense constraints, "
+                               f"above {MILP_MAX_ENTRIES} entries")
     # exact integer rows are met exactly by an index set; HiGHS needs a little slack for its
     # own floating-point feasibility tolerance (found points are re-verified exactly).
     slack = delta if not exact else 1e-9 * max(1.0, float(np.max(np.abs(Ef))))

@@ -281,7 +281,8 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
     cert = _certificate(result, A_norm)
     if result.status == "limit":
         return {**base, "verdict": "undetermined", **chain_fields([]),
-                "reason": "the exact index-set search was stopped by a size limit",
+                "reason": "the exact index-set search was stopped by a size limit: "
+                          + result.detail,
                 "certificate": cert, "unmet_hypotheses": [],
                 "search": evidence(block, rng, run_search)}
     unmet = necessary_hypotheses(block)
