@@ -387,3 +387,27 @@ def test_tol_sets_what_counts_as_rounding(cli: Callable[..., CliResult],
     assert strict["certificate"]["dual"] is not None  # type: ignore[index]
     text = cli(*argv[:-2], "--no-search")
     assert text.code == 0 and "unit roundoffs" in text.out and "LayerNorm" in text.out
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """Round to bfloat16 (nearest, ties to even) and back, on float32 bit patterns."""
+    f = np.asarray(x, dtype=np.float32).view(np.uint32)
+    r = (f + np.uint32(0x7FFF) + ((f >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    out: np.ndarray = r.astype(np.uint32).view(np.float32).astype(np.float64)
+    return out
+
+
+def test_bfloat16_generic_and_planted() -> None:
+    """bfloat16 (u = 2⁻⁸): a generic layer stays not_absorbed, a planted one with |S| > d is
+    one rounding away (HiGHS on the inner box finds an S that passes the rounding bound)."""
+    rng = np.random.default_rng(15)
+    g = random_block(get_activation("gelu"), 32, 128, rng, biases=True)
+    generic = Block(g.activation, _bf16(g.W_up), _bf16(g.W_down), b_up=g.b_up)
+    r = decide(generic, rng=rng, search=False)
+    assert r["storage"]["dtype"] == "bfloat16" and r["verdict"] == "not_absorbed"  # type: ignore[index]
+    p, _ = plant("gelu", 16, 64, 20, rng, biases=True)
+    planted = Block(p.activation, _bf16(p.W_up), _bf16(p.W_down), b_up=p.b_up)
+    rp = decide(planted, rng=rng, search=False)
+    assert rp["verdict"] == "absorbable_up_to_rounding"
+    assert rp["rounding"]["within_rounding_bound"]  # type: ignore[index]
+

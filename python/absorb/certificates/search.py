@@ -374,7 +374,11 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
             return out("none", None, "unique-solution",
                        "the real solution is unique and no 0/1 point lies within radius "
                        f"{radius:.3g} of it", cert)
-    status, S, how, detail = _run_plan(plan, E, t, delta, accept, max_enumeration, exact=False)
+    # ‖K s + a‖_F² = ‖E s − t‖² + r²: the box of half-width √(τ² − r²)/√r keeps ‖·‖_F ≤ τ,
+    # hence the max-norm ≤ τ that `accept` asks for
+    inner = float(np.sqrt(max(tau * tau - rel.residual, 0.0) / max(r, 1)))
+    status, S, how, detail = _run_plan(plan, E, t, delta, accept, max_enumeration, exact=False,
+                                       inner_delta=inner)
     return out(status, S, how, detail, cert, plan)
 
 
@@ -391,12 +395,12 @@ def _search_reduced_exact(w: Weights, rel: Relaxation, sysm: ExactSystem,
 
 def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
               accept: Callable[[tuple[int, ...]], bool], max_enumeration: int,
-              exact: bool) -> _Verdict:
+              exact: bool, inner_delta: float = 0.0) -> _Verdict:
     """Run the planned search; HiGHS first when planned, meet-in-the-middle where it is both
     needed (an exact proof of "none") and affordable."""
     prefix = plan.reason + "; "
     if plan.method == "milp":
-        status, S, detail = _milp_search(E, t, delta, accept, exact)
+        status, S, detail = _milp_search(E, t, delta, accept, exact, inner_delta)
         if status != "limit" or plan.reason == "requested":
             return status, S, "milp", prefix + detail
         prefix += detail + "; "
@@ -414,8 +418,10 @@ def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
 
 
 def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
-                 accept: Callable[[tuple[int, ...]], bool], exact: bool
-                 ) -> tuple[Status, tuple[int, ...] | None, str]:
+                 accept: Callable[[tuple[int, ...]], bool], exact: bool,
+                 inner_delta: float = 0.0) -> tuple[Status, tuple[int, ...] | None, str]:
+    """HiGHS on the box |E s − t| ≤ δ; ``inner_delta`` is a box whose points all pass
+    ``accept`` (floats), tried when the outer box's point does not."""
     if E.dtype == object:
         # Python integers beyond float range: scale each equation by its largest entry first
         # (int / int is correctly rounded for any size)
@@ -434,6 +440,12 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
     # own floating-point feasibility tolerance (found points are re-verified exactly).
     slack = delta if not exact else 1e-9 * max(1.0, float(np.max(np.abs(Ef))))
     status, S = milp_binary(Ef, tf, slack)
+    if status == "found" and S is not None and not accept(S) and inner_delta:
+        # the box |E s − t| ≤ δ is wider than the ball ‖E s − t‖ ≤ δ an accepted S lies in;
+        # the inner box finds points that pass, the outer box remains the proof of "none"
+        inner, S_in = milp_binary(Ef, tf, inner_delta)
+        if inner == "found" and S_in is not None:
+            status, S = inner, S_in
     if status == "found" and S is not None and accept(S):
         return "found", S, f"HiGHS milp found a verified index set, |S| = {len(S)}"
     if status == "infeasible" and not exact:
