@@ -64,7 +64,8 @@ def blowup_uniform_limit(rng: np.random.Generator) -> ExperimentResult:
                  "within bound at every t": bool(block_errs[-1] < 1e-3 * block_errs[0])})
     agrees = all(bool(r["within bound at every t"]) and bool(r["ReLU at infinity (catalog)"])
                  for r in rows)
-    figure: dict[str, object] = {"title": "Blow-up limit: max |σ(tz + c)/t − ReLU(z)| over z ∈ [−3, 3], |c| ≤ 2",
+    figure: dict[str, object] = {
+              "title": "Blow-up limit: max |σ(tz + c)/t − ReLU(z)| over z ∈ [−3, 3], |c| ≤ 2",
               "xlabel": "t", "ylabel": "max error", "xscale": "log", "yscale": "log",
               "series": series,
               "caption": "Every line falls like 1/t (ReLU's line is 0 at c = 0 only and falls "
