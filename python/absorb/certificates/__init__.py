@@ -9,6 +9,7 @@
 * :mod:`.export` — the Lean checker's JSON format (``absorb-check/1``).
 """
 
+from absorb.certificates._inputs import as_fractions
 from absorb.certificates.dual import DualCertificate, dual_certificate
 from absorb.certificates.real_relaxation import Relaxation, gram, relaxation, relaxation_cost
 from absorb.certificates.search import (
@@ -27,6 +28,7 @@ __all__ = [
     "IndexSetSearch",
     "Relaxation",
     "SearchPlan",
+    "as_fractions",
     "brute_force_index_set",
     "check_dual",
     "check_index_set",

@@ -12,12 +12,13 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from absorb.blocks import Array as FloatArray
+from absorb.blocks import ObjectArray as ObjArray
 from absorb.errors import AbsorbError
 
-FloatArray = NDArray[np.float64]
-ObjArray = NDArray[np.object_]
+__all__ = ["FloatArray", "ObjArray", "Weights", "as_fractions", "exact_identity", "exact_rank",
+           "prepare", "rref", "to_fraction"]
 
 
 @dataclass(frozen=True)
@@ -93,13 +94,6 @@ def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
         raise AbsorbError("weights contain NaN or Inf")
     A_f = flo[2] if A is not None else np.eye(d)
     return Weights(flo[0], flo[1], A_f, False)
-
-
-def exactly(w: Weights) -> Weights:
-    """The same weights as Fractions (float entries are dyadic rationals: nothing is lost)."""
-    if w.exact:
-        return w
-    return Weights(as_fractions(w.W_up), as_fractions(w.W_down), as_fractions(w.A), True)
 
 
 def rref(M: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:

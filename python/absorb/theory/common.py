@@ -4,12 +4,12 @@ weights as JSON, search evidence, the stored (exact) weights."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from absorb.blocks import Array, Block, ObjectArray
+from absorb.blocks import Block
+from absorb.certificates import as_fractions
 from absorb.errors import AbsorbError
 from absorb.manifest import get_theorem
 from absorb.search import fit_residual_free
@@ -99,12 +99,6 @@ def stored_weights(block: Block) -> tuple[Any, Any, Any]:
     ex = block.exact
     if ex is not None:
         A_q = ex.A_skip if ex.A_skip is not None else (
-            None if block.A_skip is None else rounding_free(block.A_skip))
+            None if block.A_skip is None else as_fractions(block.A_skip))
         return ex.W_up, ex.W_down, A_q
     return block.W_up, block.W_down, block.A_skip
-
-
-def rounding_free(M: Array) -> ObjectArray:
-    """Float entries as their exact dyadic rationals."""
-    out: ObjectArray = np.vectorize(Fraction, otypes=[object])(M)
-    return out

@@ -13,7 +13,7 @@ import numpy as np
 
 from absorb import certificates
 from absorb.blocks import Block, ObjectArray
-from absorb.certificates import check_dual, check_index_set
+from absorb.certificates import as_fractions, check_dual, check_index_set
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
@@ -27,7 +27,6 @@ from absorb.theory.common import (
     absorbing_block,
     chain_fields,
     evidence,
-    rounding_free,
     stored_weights,
     verify_construction,
     weights_json,
@@ -167,9 +166,9 @@ def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]
                  dtype=object)
     out: dict[str, object] = {"W_up": D[:, None] * ex.W_up, "W_down": ex.W_down.copy()}
     b_up = ex.b_up if ex.b_up is not None else (
-        None if block.b_up is None else rounding_free(block.b_up))
+        None if block.b_up is None else as_fractions(block.b_up))
     b_down = ex.b_down if ex.b_down is not None else (
-        None if block.b_down is None else rounding_free(block.b_down))
+        None if block.b_down is None else as_fractions(block.b_down))
     if b_up is not None:
         out["b_up"] = D * b_up
         shift = ex.W_down[:, idx] @ b_up[idx] if idx else np.zeros(block.d, dtype=object)
@@ -235,12 +234,12 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
     """The exhaustive search again, in exact arithmetic on the stored (dyadic) values, when its
     plan fits; None when it would not."""
     W_up, W_down, A = stored_weights(block)
-    res = certificates.find_index_set(rounding_free(np.asarray(W_up, dtype=np.float64))
+    res = certificates.find_index_set(as_fractions(np.asarray(W_up, dtype=np.float64))
                                       if block.exact is None else W_up,
-                                      rounding_free(np.asarray(W_down, dtype=np.float64))
+                                      as_fractions(np.asarray(W_down, dtype=np.float64))
                                       if block.exact is None else W_down,
                                       None if A is None else (
-                                          rounding_free(np.asarray(A, dtype=np.float64))
+                                          as_fractions(np.asarray(A, dtype=np.float64))
                                           if block.exact is None else A),
                                       dual=False)
     return res if res.status != "limit" else None

@@ -7,9 +7,9 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.blocks import Block
+from absorb.certificates import as_fractions
 from absorb.certificates._inputs import rref
 from absorb.theory.common import (
-    rounding_free,
     theorem_fields,
     verify_construction,
     weights_json,
@@ -62,7 +62,7 @@ def _exact_linear_weights(block: Block) -> dict[str, object]:
     columns), padded with zero units to width n; c_down = b_down + W_down b_up."""
     ex = block.exact
     assert ex is not None  # only for exact blocks
-    A_q = ex.A_skip if ex.A_skip is not None else rounding_free(block.skip_matrix())
+    A_q = ex.A_skip if ex.A_skip is not None else as_fractions(block.skip_matrix())
     L = A_q + ex.W_down @ ex.W_up
     red, pivots = rref([list(row) for row in L])
     r = len(pivots)
@@ -75,9 +75,9 @@ def _exact_linear_weights(block: Block) -> dict[str, object]:
     out: dict[str, object] = {"W_up": V_up, "W_down": V_down}
     if block.has_biases:
         b_up = ex.b_up if ex.b_up is not None else (
-            None if block.b_up is None else rounding_free(block.b_up))
+            None if block.b_up is None else as_fractions(block.b_up))
         b_down = ex.b_down if ex.b_down is not None else (
-            None if block.b_down is None else rounding_free(block.b_down))
+            None if block.b_down is None else as_fractions(block.b_down))
         c_down = np.full(block.d, zero, dtype=object) if b_down is None else b_down
         if b_up is not None:
             c_down = c_down + ex.W_down @ b_up
