@@ -12,9 +12,9 @@ from safetensors.numpy import save_file
 from tests.conftest import REPO, CliResult, exact_planted_json, plant, run_subprocess
 
 from absorb.activations import CATALOG
-from absorb.cli import find_root
 from absorb.errors import AbsorbError
 from absorb.lean import find_lake
+from absorb.project import find_root
 
 Cli = Callable[..., CliResult]
 

@@ -53,18 +53,45 @@ def test_streams_differ_between_seeds_and_names() -> None:
 def test_controls_and_open_explorations_are_labeled(
     seed0: dict[str, experiments.ExperimentResult],
 ) -> None:
-    controls = {n for n in experiments.EXPERIMENTS if "control" in n}
-    assert controls == {
-        "degree_control_identity", "degree_control_biases", "linearization_control_glu",
-        "index_set_control_width", "generic_control_discrete",
-    }
     for name in experiments.EXPERIMENTS:
         r = seed0[name]
-        assert r.control == (name in controls), name
-        assert r.open == (name == "depth_open_relu_gelu"), name
+        assert r.control == ("control" in name), name
         if r.open:
             assert "open" in r.description.lower() and "open" in r.summary.lower()
-            assert not r.control
+            assert not r.control and r.status in ("open", "error")
+    assert seed0["depth_open_relu_gelu"].open
+
+
+def _sizes(result: experiments.ExperimentResult) -> set[tuple[object, object]]:
+    return {(row["d"], row["n"]) for row in result.table if "d" in row and "n" in row}
+
+
+def test_negative_results_name_an_agreeing_positive_control_of_the_same_size(
+    seed0: dict[str, experiments.ExperimentResult],
+) -> None:
+    """Every negative result (nothing found) names a registered positive control that agrees,
+    is no open exploration, and covers the negative result's sizes where both tables say."""
+    negatives = {n: r.positive_control for n, r in seed0.items() if r.positive_control}
+    assert set(experiments.POSITIVE_CONTROLS) <= set(negatives)
+    for name, control in negatives.items():
+        assert control in experiments.EXPERIMENTS, (name, control)
+        c = seed0[str(control)]
+        assert c.status == "agrees" and not c.open, (name, control, c.table)
+        assert _sizes(seed0[name]) <= _sizes(c) or not _sizes(c), (name, control)
+
+
+def test_a_crashing_experiment_is_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real crash (the index-set search fails inside an experiment) gives status `error`
+    with the one-line cause, never `disagrees`."""
+    from absorb import certificates
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise np.linalg.LinAlgError("SVD did not converge\nsecond line")
+
+    monkeypatch.setattr(certificates, "find_index_set", broken)
+    r = experiments.run_experiment("generic_random_draws", 0)
+    assert r.status == "error" and r.error == "LinAlgError: SVD did not converge"
+    assert r.to_json()["status"] == "error" and r.theorem_id == "generic_measure_zero"
 
 
 def test_every_theorem_has_a_non_control_experiment(

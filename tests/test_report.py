@@ -1,60 +1,60 @@
-"""The cross-validation report: complete, deterministic, safe with its output folder, and
-rendered by a real browser where one is installed."""
+"""The cross-validation report: complete, deterministic, safe with its output folder, honest
+about what was compiled and what crashed, and rendered by a real browser where one is
+installed."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
 import pytest
+from tests.conftest import REPO, CliResult
 
-from absorb import report
+from absorb import experiments, report, theory
 from absorb.errors import AbsorbError
+from absorb.experiments import scaling
 from absorb.manifest import THEOREM_IDS, THEOREMS
+from absorb.project import find_root
+from absorb.report import build, figures, text
+from absorb.report import write as report_write
 
-FORMAL = {"proved", "audited", "missing", "sorry", "admit", "native_decide", "axiom", "error",
-          "not formalized", "not checked"}
+Cli = Callable[..., CliResult]
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("rep") / "report"
-    return out, report.write_report(out, seed=0, progress=False)
+    return out, report.write_report(out, seed=0, progress=False, root=find_root(REPO))
 
 
-def test_report_covers_every_theorem(written: tuple[Path, dict[str, object]]) -> None:
-    out, result = written
-    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    assert [t["id"] for t in data["theorems"]] == list(THEOREM_IDS)
-    for t, thm in zip(data["theorems"], THEOREMS, strict=True):
-        assert t["statement"] == thm.statement and t["lean"] == list(thm.lean)
-        assert t["formal"]["status"] in FORMAL
-        assert t["numerical"]["status"] in {"agrees", "disagrees"}
-        assert [e["name"] for e in t["numerical"]["experiments"]] == list(thm.experiments)
-    by_id = {t["id"]: t for t in data["theorems"]}
-    assert by_id["index_set_necessary"]["formal"]["status"] == "not formalized"
-    assert all(t["numerical"]["status"] == "agrees" for t in data["theorems"])
-    assert result["files"] == sorted(p.name for p in out.iterdir() if p.name != report.MARKER)
+@pytest.fixture(scope="module")
+def cached(written: tuple[Path, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The experiments of the module's report, by name, to stand in where a test is about
+    something else than the experiments (each copy is fresh)."""
+    return {e["name"]: e for t in written[1]["theorems"] for e in t["numerical"]["experiments"]}
 
 
-def test_report_files_and_figures(written: tuple[Path, dict[str, object]]) -> None:
-    out, _ = written
-    pngs = sorted(out.glob("fig_*.png"))
-    assert {p.name for p in pngs} >= {
-        "fig_degree_best_fit.png", "fig_linearization_gap.png", "fig_degree_scaling_witness.png",
-    }
-    for p in pngs:
-        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    md = (out / "report.md").read_text(encoding="utf-8")
-    for tid in THEOREM_IDS:
-        assert f"## `{tid}`" in md
-    assert "open (exploration, no theorem)" in md
-    assert "## Lean library" in md and "static audit" in md
+def _reuse(monkeypatch: pytest.MonkeyPatch, cached: dict[str, dict[str, Any]],
+           live: frozenset[str] = frozenset()) -> None:
+    """Run only the experiments in ``live``; the others come from the cached report."""
+    real = experiments.run_experiment
+
+    def run(name: str, seed: int) -> Any:
+        if name in live:
+            return real(name, seed)
+        return SimpleNamespace(to_json=lambda: copy.deepcopy(cached[name]))
+
+    monkeypatch.setattr(build, "run_experiment", run)
 
 
 class _Collect(HTMLParser):
@@ -62,6 +62,8 @@ class _Collect(HTMLParser):
         super().__init__()
         self.ids: list[str] = []
         self.srcs: list[str] = []
+        self.captions: list[str] = []
+        self._in_caption = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
@@ -69,103 +71,173 @@ class _Collect(HTMLParser):
             self.ids.append(str(a["id"]))
         if tag == "img":
             self.srcs.append(str(a.get("src")))
+        if tag == "figcaption":
+            self._in_caption = True
+            self.captions.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figcaption":
+            self._in_caption = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_caption:
+            self.captions[-1] += data
 
 
-def test_html_is_self_contained(written: tuple[Path, dict[str, object]]) -> None:
+# --------------------------------------------------------------------------------------------
+# content
+
+
+def test_report_covers_every_theorem(written: tuple[Path, dict[str, Any]]) -> None:
+    out, result = written
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert [t["id"] for t in data["theorems"]] == list(THEOREM_IDS)
+    for t, thm in zip(data["theorems"], THEOREMS, strict=True):
+        assert t["statement"] == thm.statement and t["lean"] == list(thm.lean)
+        assert t["formal"]["status"] in text.FORMAL
+        assert t["numerical"]["status"] in {"agrees", "disagrees", "error"}
+        assert [e["name"] for e in t["numerical"]["experiments"]] == list(thm.experiments)
+        for e in t["numerical"]["experiments"]:
+            assert e["status"] in experiments.STATUSES and e["status"] != "error", e["error"]
+            assert (e["status"] == "open") == e["open"]
+    by_id = {t["id"]: t for t in data["theorems"]}
+    assert all(t["formal"]["status"] == "not formalized" for t in by_id.values() if not t["lean"])
+    assert data["errored"] == [] and data["lean_root"] == str(REPO)
+    assert result["files"] == sorted(p.name for p in out.iterdir() if p.name != report.MARKER)
+
+
+def test_negative_results_show_their_positive_control(
+    written: tuple[Path, dict[str, Any]],
+) -> None:
+    out, result = written
+    html = (out / "index.html").read_text(encoding="utf-8")
+    exps = {e["name"]: e for t in result["theorems"] for e in t["numerical"]["experiments"]}
+    for negative, control in experiments.POSITIVE_CONTROLS.items():
+        assert exps[negative]["positive_control"] == control
+        assert exps[negative]["positive_control_status"] == exps[control]["status"]
+        if control != negative:
+            assert f"href='#exp-{control}'" in html and f"id='exp-{control}'" in html
+
+
+def test_every_figure_has_a_caption(written: tuple[Path, dict[str, Any]]) -> None:
+    out, result = written
+    figs = [e["figure"] for t in result["theorems"] for e in t["numerical"]["experiments"]
+            if e["figure"]]
+    assert len(figs) == len(list(out.glob("fig_*.png"))) >= 6
+    for fig in figs:
+        assert len(str(fig.get("caption", "")).split()) >= 8, fig["title"]  # says what to see
+    parser = _Collect()
+    parser.feed((out / "index.html").read_text(encoding="utf-8"))
+    assert len(parser.captions) == len(parser.srcs) == len(figs)
+    assert all(len(c.split()) >= 8 for c in parser.captions)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert md.count("*Figure: ") == len(figs)
+
+
+def test_exact_zeros_are_kept_and_marked(written: tuple[Path, dict[str, Any]]) -> None:
+    """The degree witness vanishes exactly at λ = 1: the data keeps the 0 (not 1e-18) and the
+    caption says how it is drawn."""
+    out, result = written
+    fig = next(e["figure"] for t in result["theorems"] for e in t["numerical"]["experiments"]
+               if e["name"] == "degree_scaling_witness")
+    predicted = [s for s in fig["series"] if s["label"].startswith("predicted")]
+    assert predicted and all(0.0 in s["y"] for s in predicted)
+    assert all(y == 0.0 or y > 1e-12 for s in predicted for y in s["y"])
+    parser = _Collect()
+    parser.feed((out / "index.html").read_text(encoding="utf-8"))
+    assert sum(figures.ZERO_LABEL in c for c in parser.captions) >= 1
+
+
+def test_zero_on_a_log_axis_is_a_marker_on_the_floor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.axes import Axes
+
+    calls: list[tuple[list[float], list[float], dict[str, Any]]] = []
+    real_plot = Axes.plot
+
+    def record(self: Axes, *args: Any, **kwargs: Any) -> Any:
+        if len(args) >= 2:
+            calls.append((list(args[0]), list(args[1]), kwargs))
+        return real_plot(self, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "plot", record)
+    fig: dict[str, Any] = {"title": "t", "xlabel": "x", "ylabel": "y", "xscale": "linear",
+                           "yscale": "log", "caption": "c",
+                           "series": [{"label": "s", "x": [1, 2, 3, 4],
+                                       "y": [1e-3, 0.0, 1e-5, 1.0]}]}
+    figures.plot(fig, tmp_path / "f.png")
+    floor = figures.log_floor(fig["series"])
+    assert floor == 1e-6
+    line, marks = calls[0], calls[1]
+    assert np.isnan(line[1][1]) and [y for y in line[1] if not np.isnan(y)] == [1e-3, 1e-5, 1.0]
+    assert marks[0] == [2.0] and marks[1] == [floor] and marks[2]["marker"] == "v"
+    assert figures.has_exact_zero(fig)
+
+
+def test_files_and_sections(written: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = written
+    for p in out.glob("fig_*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (out / "report.md").read_text(encoding="utf-8")
+    for tid in THEOREM_IDS:
+        assert f"## `{tid}`" in md
+    assert "## Deep stacks: what is proved, constructed and open" in md
+    assert "## Lean library" in md and "static audit" in md
+    assert "Reading the table:" in md
+
+
+def test_html_is_self_contained(written: tuple[Path, dict[str, Any]]) -> None:
     out, _ = written
     parser = _Collect()
     parser.feed((out / "index.html").read_text(encoding="utf-8"))
-    assert parser.ids == ["lean", *THEOREM_IDS]
+    assert parser.ids == ["lean", *THEOREM_IDS, "open-problem"]
     assert parser.srcs and all(s.startswith("data:image/png;base64,") for s in parser.srcs)
-    assert len(parser.srcs) == len(list(out.glob("fig_*.png")))
 
 
-def test_report_is_byte_deterministic(
-    written: tuple[Path, dict[str, object]], tmp_path: Path
+def test_open_problem_map_holds_the_open_explorations(
+    written: tuple[Path, dict[str, Any]],
 ) -> None:
-    out, _ = written
-    again = tmp_path / "again"
-    report.write_report(again, seed=0, progress=False)
-    names = sorted(p.name for p in out.iterdir())
-    assert names == sorted(p.name for p in again.iterdir())
-    for name in names:
-        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+    _, result = written
+    regions = text.open_problem_map(result)
+    assert [r[0] for r in regions] == ["proved", "proved", "constructed", "open"]
+    placed = [e["name"] for r in regions for e in r[4]]
+    assert len(placed) == len(set(placed))
+    open_names = {e["name"] for t in result["theorems"] for e in t["numerical"]["experiments"]
+                  if e["open"]}
+    assert open_names and open_names <= {e["name"] for e in regions[3][4]} | {
+        e["name"] for e in regions[2][4]}
+    depth = {e["name"] for t in result["theorems"] if t["id"].startswith("depth_")
+             for e in t["numerical"]["experiments"]}
+    assert depth <= set(placed)
 
 
-def test_refuses_a_foreign_nonempty_folder(tmp_path: Path) -> None:
-    out = tmp_path / "mine"
-    out.mkdir()
-    (out / "thesis.tex").write_text("precious", encoding="utf-8")
-    with pytest.raises(AbsorbError, match="not empty"):
-        report.write_report(out, progress=False)
-    assert [p.name for p in out.iterdir()] == ["thesis.tex"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+# --------------------------------------------------------------------------------------------
+# compiled vs audited
 
 
-def test_rerun_replaces_only_its_own_files(
-    written: tuple[Path, dict[str, object]], tmp_path: Path
+def test_audited_banner_and_badges_do_not_look_proved(
+    written: tuple[Path, dict[str, Any]],
 ) -> None:
-    out = tmp_path / "rep"
-    shutil.copytree(written[0], out)
-    (out / "notes.txt").write_text("mine", encoding="utf-8")
-    marker = json.loads((out / report.MARKER).read_text(encoding="utf-8"))
-    marker["files"].append("fig_retired.png")
-    (out / report.MARKER).write_text(json.dumps(marker), encoding="utf-8")
-    (out / "fig_retired.png").write_bytes(b"old")
-    (out / "report.md").write_text("stale", encoding="utf-8")
-    report.write_report(out, seed=0, progress=False)
-    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
-    assert not (out / "fig_retired.png").exists()
-    assert (out / "report.md").read_bytes() == (written[0] / "report.md").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
-
-
-def test_interrupted_run_leaves_nothing(
-    written: tuple[Path, dict[str, object]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def interrupted(*args: object) -> None:
-        raise KeyboardInterrupt
-
-    done = json.loads((written[0] / "report.json").read_text(encoding="utf-8"))
-    monkeypatch.setattr(report, "build_report", lambda *args: done)  # skip the slow part
-    monkeypatch.setattr(report, "_plot", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        report.write_report(tmp_path / "out", progress=False)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_out_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
-    (tmp_path / "f").write_text("x", encoding="utf-8")
-    with pytest.raises(AbsorbError, match="not a folder"):
-        report.write_report(tmp_path / "f", progress=False)
-
-
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
-def test_html_renders_in_headless_chromium(
-    written: tuple[Path, dict[str, object]], tmp_path: Path
-) -> None:
-    from PIL import Image
-
-    shot = tmp_path / "shot.png"
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={shot}",
-             "--window-size=1280,2000", (written[0] / "index.html").as_uri()],
-            check=True, capture_output=True, timeout=120,
-        )
-    with Image.open(shot) as img:
-        assert img.size == (1280, 2000)
-        rgb = img.convert("RGB")
-        # a rendered page: many colors (text, badges, plots), not a blank or error page
-        assert len(rgb.getcolors(maxcolors=1 << 20) or []) > 50
-        # the green "agrees" badge color is on screen
-        assert any(c == (26, 127, 55) for _, c in rgb.getcolors(maxcolors=1 << 20) or [])
+    out, result = written
+    assert result["formal_source"] == "audit"
+    html = (out / "index.html").read_text(encoding="utf-8")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    head = html[: html.index("<h2")]
+    assert "NOT COMPILED — the Lean proofs were only read, not checked." in head
+    assert "b-audited" in head and "b-compiled" not in head and str(REPO) in head
+    assert "NOT COMPILED" in md.split("## ")[0]
+    summary = head[head.index("class='summary'"):head.index("</table>")]
+    assert "f-proved" not in summary and "proved" not in summary
+    assert summary.count("◌ audited, not compiled") == sum(
+        t["formal"]["status"] == "audited" for t in result["theorems"])
+    for table in (text.FORMAL, text.NUMERICAL, text.KINDS):  # the legend names every badge
+        for label, _, meaning in table.values():
+            assert label in head and meaning.split(";")[0] in head
 
 
 def test_formal_badges_from_verify_with_a_toolchain(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached: dict[str, dict[str, Any]]
 ) -> None:
     """With `lake` on PATH the report takes the formal status from verify (a fake toolchain
     that builds cleanly and reports one declaration as depending on sorryAx)."""
@@ -189,16 +261,223 @@ def test_formal_badges_from_verify_with_a_toolchain(
     root = tmp_path / "repo"
     root.mkdir()
     (root / "lakefile.lean").write_text("-- fake\n", encoding="utf-8")
-    monkeypatch.setattr(report, "_run_experiments", lambda seed, progress: {
-        n: {"name": n, "description": "", "summary": "", "agrees": True, "control": False,
-            "open": False, "table": [], "figure": None}
-        for t in THEOREMS for n in t.experiments})
+    _reuse(monkeypatch, cached)
     result = report.write_report(tmp_path / "out", progress=False, root=root)
-    status = {t["id"]: t["formal"]["status"] for t in result["theorems"]}  # type: ignore[index,union-attr]
+    status = {t["id"]: t["formal"]["status"] for t in result["theorems"]}  # type: ignore[attr-defined]
     assert result["formal_source"] == "verify"
     assert status[THEOREMS[1].id] == "sorry"
     assert status["index_set_necessary"] == "not formalized"
     assert {s for tid, s in status.items()
             if tid not in (THEOREMS[1].id, "index_set_necessary")} == {"proved"}
     html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
-    assert "lake build + axiom audit (NOT ok)" in html  # the fake checker prints no verdict
+    head = html[: html.index("<h2")]
+    assert "COMPILED — Lean checked the proofs." in head and "NOT COMPILED" not in head
+    assert "lake build + axiom audit (PROBLEMS FOUND)" in html  # the fake checker says nothing
+
+
+# --------------------------------------------------------------------------------------------
+# evidence states from real computations
+
+
+def test_a_crash_is_error_never_disagrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached: dict[str, dict[str, Any]],
+    cli: Cli,
+) -> None:
+    """`theory.decide` raising inside the reduction experiment: the experiment is `error` with
+    its cause, its theorem is `error`, the report is still written and marked, exit 1 with one
+    line on stderr naming it."""
+
+    def broken(*args: object, **kwargs: object) -> dict[str, object]:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(theory, "decide", broken)
+    _reuse(monkeypatch, cached, live=frozenset({"reduction_decisions_agree"}))
+    out = tmp_path / "rep"
+    res = cli("report", "--out", str(out))
+    assert res.code == 1
+    assert res.err.strip().splitlines()[-1].startswith("error: experiments crashed: "
+                                                       "reduction_decisions_agree")
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    by_id = {t["id"]: t for t in data["theorems"]}
+    crashed = by_id["reduction"]["numerical"]["experiments"][0]
+    assert crashed["status"] == "error" and crashed["error"] == "ValueError: boom"
+    assert by_id["reduction"]["numerical"]["status"] == "error"
+    assert by_id["degree"]["numerical"]["status"] != "error"
+    assert data["errored"] == ["reduction_decisions_agree"]
+    html = (out / "index.html").read_text(encoding="utf-8")
+    head = html[: html.index("<h2")]
+    assert "1 experiment(s) crashed: reduction_decisions_agree" in head
+    assert "⚠ crashed: ValueError: boom" in html
+    assert "⚠ crashed:** `ValueError: boom`" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_disagrees_and_open_from_real_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tolerance of 0 makes the degree witness's round-off discrepancy count: `disagrees`
+    (the experiment ran to the end); the open exploration is `open`, not counted."""
+    assert experiments.run_experiment("degree_scaling_witness").status == "agrees"
+    monkeypatch.setattr(scaling, "EXACT_TOL", 0.0)
+    result = experiments.run_experiment("degree_scaling_witness")
+    assert result.status == "disagrees" and result.error is None
+    opened = experiments.run_experiment("depth_open_relu_gelu").to_json()
+    assert opened["status"] == "open"
+    assert build.theorem_state([result.to_json(), opened]) == "disagrees"
+
+
+def test_a_negative_result_counts_only_beside_an_agreeing_control(
+    cached: dict[str, dict[str, Any]],
+) -> None:
+    negative = copy.deepcopy(cached["generic_random_draws"])
+    assert negative["status"] == "agrees"
+    for control_status, expected in (("agrees", "agrees"), ("disagrees", "disagrees"),
+                                     ("error", "disagrees"), ("missing", "disagrees")):
+        negative["positive_control_status"] = control_status
+        assert build.theorem_state([negative]) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# which Lean tree
+
+
+def _tree(base: Path) -> Path:
+    """A copy of the repository's Lean tree (a project of its own)."""
+    base.mkdir()
+    shutil.copytree(REPO / "Absorb", base / "Absorb")
+    for name in ("lakefile.lean", "Absorb.lean", "AbsorbCheck.lean", "lean-toolchain"):
+        if (REPO / name).is_file():
+            shutil.copy(REPO / name, base / name)
+    return base
+
+
+def test_report_and_audit_read_the_same_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached: dict[str, dict[str, Any]],
+    cli: Cli,
+) -> None:
+    _reuse(monkeypatch, cached)
+    tree = _tree(tmp_path / "course")
+    (tree / "notes").mkdir()
+    other = _tree(tmp_path / "other")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for cwd, args, expected in ((tree / "notes", [], tree), (empty, [], REPO),
+                                (empty, ["--root", str(other)], other)):
+        monkeypatch.chdir(cwd)
+        out = tmp_path / f"rep-{len(list(tmp_path.iterdir()))}"
+        res = cli("report", "--out", str(out), *args)
+        assert res.code == 0, res.err
+        data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        audited = cli("audit", "--json", *args)
+        assert Path(data["lean_root"]).resolve() == expected.resolve()
+        assert Path(audited.json()["root"]).resolve() == expected.resolve()  # type: ignore[arg-type]
+        assert f"<code>{data['lean_root']}</code>" in (out / "index.html").read_text(
+            encoding="utf-8")
+
+
+def test_root_that_is_not_a_lean_tree_is_bad_input(tmp_path: Path, cli: Cli) -> None:
+    res = cli("report", "--out", str(tmp_path / "r"), "--root", str(tmp_path))
+    assert res.code == 2 and "no Absorb/" in res.err and not (tmp_path / "r").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# the output folder
+
+
+def test_rendering_is_byte_deterministic(
+    written: tuple[Path, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same report data, same bytes (figures included); the experiments' own determinism under
+    their seed is tested in test_experiments."""
+    out, _ = written
+    done = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    monkeypatch.setattr(report_write, "build_report", lambda *args: copy.deepcopy(done))
+    again = tmp_path / "again"
+    report.write_report(again, seed=0, progress=False)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(p.name for p in again.iterdir())
+    for name in names:
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_refuses_a_foreign_nonempty_folder(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious", encoding="utf-8")
+    with pytest.raises(AbsorbError, match="not empty"):
+        report.write_report(out, progress=False)
+    assert [p.name for p in out.iterdir()] == ["thesis.tex"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_bad_seed_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(AbsorbError, match="non-negative"):
+        report.write_report(tmp_path / "r", seed=-1, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rerun_replaces_only_its_own_files(
+    written: tuple[Path, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "rep"
+    shutil.copytree(written[0], out)
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    marker = json.loads((out / report.MARKER).read_text(encoding="utf-8"))
+    marker["files"].append("fig_retired.png")
+    (out / report.MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    (out / "fig_retired.png").write_bytes(b"old")
+    (out / "report.md").write_text("stale", encoding="utf-8")
+    done = json.loads((written[0] / "report.json").read_text(encoding="utf-8"))
+    monkeypatch.setattr(report_write, "build_report", lambda *args: done)
+    report.write_report(out, seed=0, progress=False)
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert not (out / "fig_retired.png").exists()
+    assert (out / "report.md").read_bytes() == (written[0] / "report.md").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+def test_interrupted_run_leaves_nothing(
+    written: tuple[Path, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    done = json.loads((written[0] / "report.json").read_text(encoding="utf-8"))
+    monkeypatch.setattr(report_write, "build_report", lambda *args: done)  # skip the slow part
+    monkeypatch.setattr(figures, "plot", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        report.write_report(tmp_path / "out", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    with pytest.raises(AbsorbError, match="not a folder"):
+        report.write_report(tmp_path / "f", progress=False)
+
+
+# --------------------------------------------------------------------------------------------
+# a real browser
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
+@pytest.mark.parametrize("width", [1280, 700])
+def test_html_renders_in_headless_chromium(
+    written: tuple[Path, dict[str, Any]], tmp_path: Path, width: int
+) -> None:
+    from PIL import Image
+
+    shot = tmp_path / "shot.png"
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={shot}",
+             f"--window-size={width},1200", (written[0] / "index.html").as_uri()],
+            check=True, capture_output=True, timeout=120,
+        )
+    with Image.open(shot) as img:
+        assert img.size == (width, 1200)
+        rgb = img.convert("RGB")
+        colors = {c for _, c in rgb.getcolors(maxcolors=1 << 20) or []}
+        # a rendered page (text, badges), not a blank or error page
+        assert len(colors) > 50
+        # on the first screen: the pale-yellow "NOT COMPILED" banner and a green badge
+        assert (255, 248, 197) in colors and (26, 127, 55) in colors

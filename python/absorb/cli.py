@@ -33,6 +33,7 @@ from absorb.errors import (
     AbsorbError,
     ToolMissing,
 )
+from absorb.project import lean_root
 from absorb.weights import CheckerKeys
 
 # Random blocks above this many weights (d·n) are refused: beyond it `check` stops being quick.
@@ -118,26 +119,6 @@ def plain(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
-
-
-def find_root(start: Path | None = None) -> Path:
-    """The repository holding ``Absorb/``: searched upward from the CWD, then from this file."""
-    starts = [start] if start is not None else [Path.cwd(), Path(__file__).resolve().parent]
-    for base in starts:
-        for directory in (base, *base.parents):
-            if (directory / "Absorb").is_dir():
-                return directory
-    raise AbsorbError("no repository with an Absorb/ directory found above the current "
-                      "directory; pass --root DIR")
-
-
-def _root(arg: str | None) -> Path:
-    if arg is None:
-        return find_root()
-    root = Path(arg)
-    if not (root / "Absorb").is_dir():
-        raise AbsorbError(f"{root}: no Absorb/ directory there")
-    return root
 
 
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -365,7 +346,7 @@ def _status_lines(res: dict[str, Any]) -> list[str]:
 def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.lean import audit
 
-    res = audit(_root(args.root))
+    res = audit(lean_root(args.root))
     return res, _status_lines(res)
 
 
@@ -373,11 +354,11 @@ def cmd_verify(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.lean import verify, verify_dojo
 
     if args.backend == "dojo":
-        res = verify_dojo(_root(args.root), timeout=args.timeout, out=args.dojo_out)
+        res = verify_dojo(lean_root(args.root), timeout=args.timeout, out=args.dojo_out)
     elif args.dojo_out is not None:
         raise AbsorbError("--dojo-out needs --backend dojo")
     else:
-        res = verify(_root(args.root), timeout=args.timeout)
+        res = verify(lean_root(args.root), timeout=args.timeout)
     return res, _status_lines(res)
 
 
@@ -385,8 +366,15 @@ def cmd_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.report import write_report
 
     out = Path(args.out)
-    res = write_report(out, seed=args.seed, progress=True)
-    return res, [f"report written to {out} (report.md, index.html, report.json)"]
+    try:  # the tree `absorb audit` would read here; without one, formal status "not checked"
+        root: Path | None = lean_root(args.root)
+    except AbsorbError:
+        if args.root is not None:
+            raise
+        root = None
+    res = write_report(out, seed=args.seed, progress=True, root=root)
+    return res, [f"report written to {out} (report.md, index.html, report.json); Lean tree "
+                 f"read: {root or 'none'}"]
 
 
 def _block_args(p: argparse.ArgumentParser) -> None:
@@ -487,6 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output directory (a previous report there is replaced file by file)")
     p.add_argument("--seed", type=seed_type, default=0,
                    help="random seed, a non-negative integer (same seed, same output)")
+    p.add_argument("--root", help="Lean tree to check (default: the project the current folder "
+                                  "is in, else the installed package's; the same as `audit`)")
     return parser
 
 
@@ -499,6 +489,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         result, lines = args.run(args)
         text = json.dumps(plain(result), allow_nan=False) if args.json else "\n".join(lines)
         sys.stdout.write(text + "\n")
+        if args.command == "report" and result["errored"]:
+            # The report is written and marks them, but the command did not fully do its job.
+            print(f"error: experiments crashed: {', '.join(result['errored'])} (marked in the "
+                  "report)", file=sys.stderr)
+            return EXIT_INTERNAL
         return EXIT_FINDINGS if args.command in {"audit", "verify"} and not result["ok"] else 0
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0

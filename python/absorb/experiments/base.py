@@ -35,8 +35,9 @@ class ExperimentResult:
     """Outcome of one experiment.
 
     ``figure``, when present, is ``{"title", "xlabel", "ylabel", "xscale", "yscale",
-    "series": [{"label", "x", "y"}], "caption"}`` with plain lists, plotted by the report;
-    ``caption`` (optional but expected) tells a reader what to look for.
+    "series": [{"label", "x", "y"}], "caption"}`` with plain lists, plotted by the report
+    (:mod:`absorb.report.figures`: a series may add ``"panel"`` and ``"style"``);
+    ``caption`` tells a reader what to look for.
 
     ``error`` is the one-line cause (``Type: message``) when the experiment raised instead of
     finishing; ``positive_control`` names the experiment of the same size that the same code
@@ -55,6 +56,8 @@ class ExperimentResult:
     summary: str = field(default="")
     error: str | None = None
     positive_control: str | None = None
+    #: One sentence that explains a table a student may misread (shown under the table).
+    table_note: str = ""
 
     @property
     def status(self) -> str:
@@ -78,6 +81,7 @@ class ExperimentResult:
             "error": self.error,
             "positive_control": self.positive_control,
             "table": self.table,
+            "table_note": self.table_note,
             "figure": self.figure,
         }
 
@@ -140,7 +144,14 @@ def _invertible(d: int, rng: np.random.Generator) -> Array:
     return A
 
 
-def _series(label: str, x: Sequence[object] | Array, y: Sequence[object] | Array
-            ) -> dict[str, object]:
-    return {"label": label, "x": np.asarray(x, dtype=np.float64).tolist(),
-            "y": np.asarray(y, dtype=np.float64).tolist()}
+def _series(label: str, x: Sequence[object] | Array, y: Sequence[object] | Array, *,
+            panel: str = "", style: str = "both") -> dict[str, object]:
+    """One plotted series; ``panel`` groups series into side-by-side subplots, ``style`` is
+    ``"line"``, ``"markers"`` or ``"both"`` (see :mod:`absorb.report.figures`)."""
+    out: dict[str, object] = {"label": label, "x": np.asarray(x, dtype=np.float64).tolist(),
+                              "y": np.asarray(y, dtype=np.float64).tolist()}
+    if panel:
+        out["panel"] = panel
+    if style != "both":
+        out["style"] = style
+    return out
