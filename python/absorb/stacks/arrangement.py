@@ -45,7 +45,8 @@ def _dot(u: Vector, y: Vector) -> Fraction:
 
 
 def _distinct(normals: ObjectArray) -> list[Vector]:
-    """The nonzero rows, one per hyperplane (rows that are positive multiples coincide)."""
+    """The nonzero rows, one per hyperplane (rows that are nonzero multiples of each other
+    define the same hyperplane; the first one met represents it)."""
     seen: dict[Vector, Vector] = {}
     for row in normals:
         nz = [v for v in row if v != 0]
