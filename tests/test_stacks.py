@@ -394,3 +394,25 @@ def test_a_stack_fit_beyond_the_budget_is_refused(cli: Cli, tmp_path: Path) -> N
               "--samples", "100000")
     _one_line_error(res)
     assert "memory" in res.err
+
+
+def test_damaged_stack_files_end_in_a_clean_error_or_a_verdict(cli: Cli, tmp_path: Path) -> None:
+    """Random byte damage to a JSON and an .npz stack: exit 0 (still a valid stack) or exit 2
+    with one line, never a traceback or an internal error."""
+    rng = np.random.default_rng(14)
+    good_json = (FIXTURES / "image_cone_d2_n4.json").read_bytes()
+    np.savez(tmp_path / "good.npz", W_up_0=np.eye(2), W_down_0=-np.eye(2),
+             W_up_1=np.ones((3, 2)), W_down_1=np.ones((2, 3)))
+    good_npz = (tmp_path / "good.npz").read_bytes()
+    for good, suffix in ((good_json, ".json"), (good_npz, ".npz")):
+        for k in range(15):
+            data = bytearray(good)
+            for pos in rng.integers(0, len(data), size=3):
+                data[int(pos)] = int(rng.integers(0, 256))
+            path = tmp_path / f"bad{k}{suffix}"
+            path.write_bytes(bytes(data))
+            res = cli("check", "--activation", "relu", "--weights", str(path), "--no-search")
+            assert res.code in (0, 2), res.err
+            if res.code == 2:
+                _one_line_error(res)
+            assert "Traceback" not in res.err and "internal error" not in res.err

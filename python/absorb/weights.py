@@ -38,6 +38,11 @@ MAX_ENTRIES = 1 << 28  # per array: 2^28 float64 entries are 2 GiB
 MAX_CONDITION = 1e12
 
 Scalar = int | float | Fraction
+# zipfile signals damaged or unsupported archives through many types (encryption is a
+# RuntimeError, unknown compression or zip version a NotImplementedError, bad deflate data
+# zlib.error): every one of them means "not a readable .npz file".
+NPZ_ERRORS = (ValueError, zipfile.BadZipFile, EOFError, OSError, NotImplementedError,
+              RuntimeError, zlib.error, struct.error)
 
 
 def rational_rank(M: ObjectArray) -> int:
@@ -213,10 +218,7 @@ def read_npz(path: Path, check_keys: Callable[[Path, object], None] | None = Non
                 raise AbsorbError(f"{k} has {size} entries, more than the limit {MAX_ENTRIES}")
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k].astype(np.float64) for k in npz.files}
-    # zipfile signals damaged or unsupported archives through many types (encryption is a
-    # RuntimeError, unknown compression a NotImplementedError, bad deflate data zlib.error).
-    except (ValueError, zipfile.BadZipFile, EOFError, OSError, NotImplementedError,
-            RuntimeError, zlib.error, struct.error) as exc:
+    except NPZ_ERRORS as exc:
         raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
 
 

@@ -22,6 +22,7 @@ from absorb.blocks import Block
 from absorb.errors import AbsorbError
 from absorb.weights import (
     KEYS,
+    NPZ_ERRORS,
     REQUIRED,
     block_from_arrays,
     checked_path,
@@ -50,7 +51,7 @@ def is_stack_file(path: str | Path) -> bool:
         with zipfile.ZipFile(p) as archive:
             names = [m.removesuffix(".npy") for m in archive.namelist()]
         return any(_SUFFIXED.match(name) for name in names)
-    except (AbsorbError, OSError, zipfile.BadZipFile, ValueError):
+    except (AbsorbError, *NPZ_ERRORS):
         return False
 
 
