@@ -78,11 +78,14 @@ def run_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
                           "own widths")
     blocks = _stack(args)
     res = fit_stack(blocks, rng=np.random.default_rng(args.seed), restarts=args.restarts,
-                    samples=args.samples, max_nfev=args.steps).to_json()
+                    samples=args.samples, max_nfev=args.steps,
+                    init_from_target=args.init_from_target).to_json()
     out = {"stack": True, "activation": blocks[0].activation.name, "d": blocks[0].d,
            "depth": len(blocks), **res}
     return out, [f"{out['activation']} stack d={out['d']}, depth {len(blocks)}, widths "
                  f"{res['widths']}; residual-free stack fits, {args.restarts} restarts x at most "
                  f"{args.steps} least-squares evaluations",
                  "best held-out relative error per input scale: "
-                 + _errors(res["relative_error"])]  # type: ignore[arg-type]
+                 + _errors(res["relative_error"]),  # type: ignore[arg-type]
+                 *(["restart 0 started from the target's own weights (--init-from-target): "
+                    "not independent of the target"] if args.init_from_target else [])]

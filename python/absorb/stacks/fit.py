@@ -141,10 +141,13 @@ def fit_cost(target: Sequence[Block], *, restarts: int, samples: int, max_nfev: 
 
 
 def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: int = 3,
-              samples: int = 128, max_nfev: int = 200) -> StackFit:
-    """Fit residual-free stacks of ``target``'s widths to it (restart 0 warm: the target's own
-    weights; the others random at fan-in scale); every scale weighs by its relative error.
-    Refused up front (AbsorbError) when :func:`fit_cost` does not fit the budget."""
+              samples: int = 128, max_nfev: int = 200,
+              init_from_target: bool = False) -> StackFit:
+    """Fit residual-free stacks of ``target``'s widths to it from random starts at fan-in scale;
+    every scale weighs by its relative error. The search stays independent of the theory it
+    checks: only with ``init_from_target`` does restart 0 start from the target's own weights
+    (labelled ``from_target`` in the output). Refused up front (AbsorbError) when
+    :func:`fit_cost` does not fit the budget."""
     if restarts < 1 or samples < 1 or max_nfev < 1:
         raise AbsorbError("restarts, samples and max_nfev must be positive")
     require(fit_cost(target, restarts=restarts, samples=samples, max_nfev=max_nfev),
@@ -165,8 +168,8 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
         _, J = stack_jacobian(unflatten(theta, target, False), X)
         return np.asarray(J / np.repeat(norms.ravel(), d)[:, None])
 
-    starts = [("warm", flatten(target))]
-    starts += [("random", _random_like(target, rng)) for _ in range(restarts - 1)]
+    starts = [("from_target", flatten(target))] if init_from_target else []
+    starts += [("random", _random_like(target, rng)) for _ in range(restarts - len(starts))]
     per_restart = []
     for _, theta0 in starts:
         res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev)
