@@ -24,6 +24,7 @@ import numpy as np
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
 from absorb.budget import Cost, require, search_cost
+from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
 from absorb.errors import (
     EXIT_BAD_INPUT,
     EXIT_FINDINGS,
@@ -321,7 +322,7 @@ def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
     res = inspect_checkpoint(args.checkpoint, arch=args.arch, up=args.up, down=args.down,
                              gate=args.gate, activation=args.activation, search=args.search,
-                             rng=np.random.default_rng(args.seed), progress=True)
+                             tol=args.tol, rng=np.random.default_rng(args.seed), progress=True)
     return res, text_lines(res)
 
 
@@ -443,8 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("checkpoint", help="a .safetensors file, a folder, or a sharded "
                    "checkpoint's *.safetensors.index.json (config.json read from beside it)")
     p.add_argument("--arch", help="architecture, overriding detection (one of: "
-                   "bert, distilbert, gpt2, gpt_neo, gptj, gpt_neox, falcon, bloom, opt, t5, "
-                   "t5_gated, llama, gemma, phi)")
+                   f"{', '.join(ARCHITECTURE_NAMES)})")
     p.add_argument("--up", type=layer_pattern,
                    help="up-projection key pattern, {i} = layer (instead of detection; "
                    "nn.Linear layout)")
@@ -454,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gate key pattern, {i} = layer (gated activations)")
     p.add_argument("--activation", help="a catalog name; needed with --up/--down, else it "
                    "overrides the detected activation")
+    p.add_argument("--tol", type=_positive(float), default=None,
+                   help="relative precision of the stored weights for 'absorbable up to "
+                        "rounding' (default: the unit roundoff of each layer's storage format)")
     p.add_argument("--search", action="store_true",
                    help="also run the numerical search on undetermined layers (slow)")
     p.add_argument("--seed", type=seed_type, default=0,
