@@ -99,6 +99,7 @@ def bench_scale(quick: bool) -> Any:
                    "predicted peak", "measured peak RSS"])
     for dtype in ("bfloat16", "float32"):
         r = measure(d, n, dtype)
+        print(f"{dtype}: {json.dumps(r)}", file=sys.stderr, flush=True)  # kept if interrupted
         table.rows.append([dtype, r["verdict"], f"{r['seconds']:.1f}", f"{bound:.1f}",
                            f"{r['seconds'] / bound:.2f}", human_bytes(r["predicted_peak_bytes"]),
                            human_bytes(r["peak_rss_bytes"])])
