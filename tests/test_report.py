@@ -223,7 +223,7 @@ def test_audited_banner_and_badges_do_not_look_proved(
     assert result["formal_source"] == "audit"
     html = (out / "index.html").read_text(encoding="utf-8")
     md = (out / "report.md").read_text(encoding="utf-8")
-    head = html[: html.index("<h2")]
+    head = html[html.index("<body>"): html.index("<h2")]
     assert "NOT COMPILED — the Lean proofs were only read, not checked." in head
     assert "b-audited" in head and "b-compiled" not in head and str(REPO) in head
     assert "NOT COMPILED" in md.split("## ")[0]
@@ -266,11 +266,12 @@ def test_formal_badges_from_verify_with_a_toolchain(
     status = {t["id"]: t["formal"]["status"] for t in result["theorems"]}  # type: ignore[attr-defined]
     assert result["formal_source"] == "verify"
     assert status[THEOREMS[1].id] == "sorry"
-    assert status["index_set_necessary"] == "not formalized"
+    unformalized = {thm.id for thm in THEOREMS if not thm.lean}
+    assert all(status[tid] == "not formalized" for tid in unformalized)
     assert {s for tid, s in status.items()
-            if tid not in (THEOREMS[1].id, "index_set_necessary")} == {"proved"}
+            if tid not in {THEOREMS[1].id, *unformalized}} == {"proved"}
     html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
-    head = html[: html.index("<h2")]
+    head = html[html.index("<body>"): html.index("<h2")]
     assert "COMPILED — Lean checked the proofs." in head and "NOT COMPILED" not in head
     assert "lake build + axiom audit (PROBLEMS FOUND)" in html  # the fake checker says nothing
 
@@ -305,7 +306,7 @@ def test_a_crash_is_error_never_disagrees(
     assert by_id["degree"]["numerical"]["status"] != "error"
     assert data["errored"] == ["reduction_decisions_agree"]
     html = (out / "index.html").read_text(encoding="utf-8")
-    head = html[: html.index("<h2")]
+    head = html[html.index("<body>"): html.index("<h2")]
     assert "1 experiment(s) crashed: reduction_decisions_agree" in head
     assert "⚠ crashed: ValueError: boom" in html
     assert "⚠ crashed:** `ValueError: boom`" in (out / "report.md").read_text(encoding="utf-8")

@@ -46,7 +46,7 @@ EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType({
 #: rows in its own table names itself.
 POSITIVE_CONTROLS: Mapping[str, str] = MappingProxyType({
     "degree_best_fit": "degree_fit_control_in_class",
-    "index_set_necessary_search": "index_set_fit_control_planted",
+    "index_set_necessary_search": "index_set_necessary_search",
     "generic_random_draws": "generic_control_planted",
     "relaxation_generic_vs_planted": "relaxation_generic_vs_planted",
 })

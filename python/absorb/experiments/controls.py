@@ -83,27 +83,7 @@ def degree_fit_control_in_class(rng: np.random.Generator) -> ExperimentResult:
     )
 
 
-def index_set_fit_control_planted(rng: np.random.Generator) -> ExperimentResult:
-    """Positive control of ``index_set_necessary_search``: the same search with the same budget,
-    at the same size (d = 2, n = 3), on ReLU and GELU skip blocks with a planted index set (so
-    an exact same-width residual-free block exists) finds one (error below FIT_FOUND_TOL)."""
-    d, n = 2, 3
-    rows: list[dict[str, object]] = []
-    for name in ("relu", "gelu"):
-        target = _planted(name, d, n, rng)
-        rows.append({"activation": name, "d": d, "n": n, "planted S": True,
-                     "best fit rel. error (max over scales)": _best_fit_error(target, rng)})
-    return ExperimentResult(
-        "index_set_fit_control_planted", "index_set_necessary",
-        "Positive control (same search, same budget and size): skip blocks with a planted index "
-        "set, which an exact same-width residual-free block equals, are fitted to near zero.",
-        all(_num(r["best fit rel. error (max over scales)"]) < FIT_FOUND_TOL for r in rows), rows,
-        control=True, summary=f"planted blocks fitted to < {FIT_FOUND_TOL:g}",
-    )
-
-
 EXPERIMENTS_CONTROLS = (
     generic_control_planted,
     degree_fit_control_in_class,
-    index_set_fit_control_planted,
 )
