@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -75,3 +77,26 @@ def test_blueprint_builds_to_html_with_a_dependency_graph(tmp_path: Path) -> Non
     for thm in THEOREMS:
         for used in thm.uses:
             assert f"{used}" in graph and f"{thm.id}" in graph
+
+
+def _absorb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "absorb", *args], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+def test_cli_refuses_a_foreign_nonempty_folder(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    run = _absorb("blueprint", "--out", str(tmp_path), "--sources-only", cwd=tmp_path)
+    assert run.returncode == 2 and run.stderr.startswith("error:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_cli_writes_sources_without_leanok(tmp_path: Path) -> None:
+    out = tmp_path / "bp"
+    run = _absorb("blueprint", "--out", str(out), "--sources-only", "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["leanok"] == []
+    content = (out / "src" / "content.tex").read_text(encoding="utf-8")
+    assert content.count("\\begin{") == 2 * len(THEOREMS)  # one statement, one proof each
+    # A second run into its own earlier output is allowed.
+    assert _absorb("blueprint", "--out", str(out), "--sources-only", cwd=tmp_path).returncode == 0

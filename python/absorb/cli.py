@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -378,6 +378,33 @@ def cmd_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
                  f"read: {root or 'none'}"]
 
 
+def cmd_blueprint(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    from absorb import blueprint
+
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not (out / "src" / "web.tex").is_file():
+        raise AbsorbError(f"{out} is not empty and holds no earlier blueprint; choose another "
+                          "folder (nothing was written)")
+    proved: dict[str, bool] = {}
+    if args.verify:
+        from absorb.lean import verify
+
+        res = verify(lean_root(args.root), timeout=args.timeout)
+        theorems = cast(list[dict[str, Any]], res["theorems"])
+        proved = {str(t["id"]): t["status"] == "proved" for t in theorems}
+    if args.sources_only:
+        src = blueprint.write_sources(out, proved)
+        return ({"sources": str(src), "web": None, "leanok": sorted(k for k, v in proved.items()
+                                                                     if v)},
+                [f"blueprint sources written to {src}"])
+    web = blueprint.build_web(out, proved)
+    marked = sorted(k for k, v in proved.items() if v)
+    return ({"sources": str(out / "src"), "web": str(web), "leanok": marked},
+            [f"blueprint written to {web} (index.html; dependency graph in "
+             "dep_graph_document.html)",
+             f"marked \\leanok (proved by lake build): {', '.join(marked) or 'none'}"])
+
+
 def _block_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--activation", required=True, help="a catalog name (absorb activations)")
     p.add_argument("--weights", help="a .npz or .json weights file")
@@ -480,6 +507,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random seed, a non-negative integer (same seed, same output)")
     p.add_argument("--root", help="Lean tree to check (default: the project the current folder "
                                   "is in, else the installed package's; the same as `audit`)")
+    p = command("blueprint", cmd_blueprint,
+                "write the leanblueprint of the formalization, generated from the manifest")
+    p.add_argument("--out", required=True, help="output folder (src/ and web/ inside)")
+    p.add_argument("--verify", action="store_true",
+                   help="run the Lean build first and mark \\leanok what it proved (needs lake); "
+                   "without it nothing is marked")
+    p.add_argument("--sources-only", action="store_true",
+                   help="write the LaTeX sources without rendering them with plasTeX")
+    p.add_argument("--root", help="repository root for --verify (default: found from the CWD)")
+    p.add_argument("--timeout", type=timeout_type, default=3600.0,
+                   help="seconds allowed for each toolchain command (with --verify)")
     return parser
 
 
