@@ -15,6 +15,7 @@ from absorb.search.bounds import contradictions, degree_bound, linearization_bou
 from absorb.search.explain import (
     explain_lines,
     planted_block,
+    planted_block_and_set,
     prediction,
     resolve_settings,
     run_search,
@@ -36,6 +37,7 @@ __all__ = [
     "linearization_bound",
     "lower_bounds",
     "planted_block",
+    "planted_block_and_set",
     "prediction",
     "resolve_settings",
     "run_search",

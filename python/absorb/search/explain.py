@@ -15,14 +15,29 @@ from absorb.blocks import Block, random_block
 from absorb.errors import AbsorbError
 from absorb.search.fit import DEFAULT_STEPS, SearchResult, default_samples, fit_residual_free
 
-__all__ = ["explain_lines", "planted_block", "prediction", "resolve_settings", "run_search"]
+__all__ = [
+    "explain_lines",
+    "planted_block",
+    "planted_block_and_set",
+    "prediction",
+    "resolve_settings",
+    "run_search",
+]
 
 
 def planted_block(block_like: Block, rng: np.random.Generator, size: int | None = None) -> Block:
+    """A random block of ``block_like``'s kind and size with a planted index set
+    (see :func:`planted_block_and_set`)."""
+    return planted_block_and_set(block_like, rng, size)[0]
+
+
+def planted_block_and_set(block_like: Block, rng: np.random.Generator, size: int | None = None
+                          ) -> tuple[Block, list[int]]:
     """A random block of ``block_like``'s kind and size with an index set S of ``size`` units
-    (default d + 1, at most n): W_down[:,T] = (−A − W_down[:,S∖T] W_up[S∖T]) W_up[T]⁻¹ for the
-    first d units T of a random S, so W_down[:,S] W_up[S,:] = −A and the block is absorbable at
-    its own width (index_set_sufficient). Needs n ≥ d."""
+    (default d + 1, at most n), and S (W_up[T] well-conditioned):
+    W_down[:,T] = (−A − W_down[:,S∖T] W_up[S∖T]) W_up[T]⁻¹ for the first d units T of a random
+    S, so W_down[:,S] W_up[S,:] = −A and the block is absorbable at its own width
+    (index_set_sufficient). Needs n ≥ d."""
     d, n = block_like.d, block_like.n
     if n < d:
         raise AbsorbError(f"no index set fits in n = {n} < d = {d} units")
@@ -30,11 +45,17 @@ def planted_block(block_like: Block, rng: np.random.Generator, size: int | None 
     base = random_block(block_like.activation, d, n, rng, biases=block_like.has_biases,
                         skip=block_like.A_skip)
     W_up, W_down = base.W_up.copy(), base.W_down.copy()
-    S = rng.choice(n, size=k, replace=False)
-    T, rest = S[:d], S[d:]
+    # a well-conditioned W_up[T] (redrawn otherwise): an ill-conditioned one makes W_down huge
+    # and the block an accident of cancellation rather than a test instance
+    for _ in range(100):
+        S = rng.choice(n, size=k, replace=False)
+        T, rest = S[:d], S[d:]
+        if np.linalg.cond(W_up[T]) < 30:
+            break
     W_down[:, T] = (-base.skip_matrix() - W_down[:, rest] @ W_up[rest]) @ np.linalg.inv(W_up[T])
-    return Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down,
-                 block_like.A_skip)
+    block = Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down,
+                  block_like.A_skip)
+    return block, sorted(int(i) for i in S)
 
 
 def prediction(block: Block, width: int) -> dict[str, object]:
