@@ -16,11 +16,6 @@ FILED_UNDER = {name: thm.id for thm in THEOREMS for name in thm.experiments}
 
 #: Positive controls the code does not pass yet: the report shows them as `disagrees` (and the
 #: theorem with them); here they are expected failures until the search gets them right.
-KNOWN_GAPS = {
-    "degree_fit_control_in_class": "the LM search does not yet recover residual-free SwiGLU "
-    "(and at some seeds ReGLU) blocks of size d = 3, n = 4 with the experiments' 2 restarts, so "
-    "the gated rows of degree_best_fit are not yet evidence (issue 8)",
-}
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +32,6 @@ def test_experiment_agrees_with_the_theory(
     assert result.name == name
     assert result.theorem_id == FILED_UNDER[name]
     assert result.table, "an experiment shows its evidence"
-    if name in KNOWN_GAPS and not result.agrees:
-        pytest.xfail(KNOWN_GAPS[name])
     assert result.agrees, json.dumps(result.to_json()["table"], default=str)[:2000]
     if result.figure is not None:
         for series in result.figure["series"]:  # type: ignore[attr-defined]
@@ -87,8 +80,6 @@ def test_negative_results_name_an_agreeing_positive_control_of_the_same_size(
         assert control in experiments.EXPERIMENTS, (name, control)
         c = seed0[str(control)]
         assert not c.open and c.status in ("agrees", "disagrees"), (name, control)
-        if c.status != "agrees" and control in KNOWN_GAPS:
-            continue  # shown as `disagrees` in the report; see KNOWN_GAPS
         assert c.status == "agrees", (name, control, c.table)
         assert _sizes(seed0[name]) <= _sizes(c) or not _sizes(c), (name, control)
 

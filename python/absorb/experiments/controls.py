@@ -20,6 +20,7 @@ from absorb.experiments.base import (
     FIT_SAMPLES,
     FIT_SCALES,
     FIT_STEPS,
+    FIT_STOP,
     ExperimentResult,
     _num,
     _planted,
@@ -36,7 +37,8 @@ def _best_fit_error(target: Block, rng: np.random.Generator) -> float:
     from absorb.search import fit_residual_free
 
     res = fit_residual_free(target, width=target.n, scales=FIT_SCALES, rng=rng,
-                            restarts=FIT_RESTARTS, steps=FIT_STEPS, samples=FIT_SAMPLES)
+                            restarts=FIT_RESTARTS, steps=FIT_STEPS, samples=FIT_SAMPLES,
+                            stop_below=FIT_STOP)
     return max(res.relative_error.values())
 
 
@@ -64,10 +66,10 @@ def generic_control_planted(rng: np.random.Generator) -> ExperimentResult:
 
 def degree_fit_control_in_class(rng: np.random.Generator) -> ExperimentResult:
     """Positive control of ``degree_best_fit``: the same search with the same budget, at the
-    same size (d = 3, n = 4), fitted to a target that *is* a residual-free block of the kind,
+    same size (d = 2, n = 3), fitted to a target that *is* a residual-free block of the kind,
     recovers it (error below FIT_FOUND_TOL); so the floor it reaches on skip blocks is the
     obstruction, not a weak optimizer."""
-    d, n = 3, 4
+    d, n = 2, 3
     rows: list[dict[str, object]] = []
     for name in ("relu2", "reglu", "swiglu"):
         b = random_block(get_activation(name), d, n, rng)
