@@ -83,7 +83,10 @@ def relaxation_cost(d: int, n: int) -> Cost:
     W_down (3nd), the Gram row-block temporaries (3·b·n); when n > d², G is rank-deficient
     and the minimum-norm solution needs its eigendecomposition (G and V: 2n² more). The
     certificate check that follows (:mod:`.verify`) needs the weights and five n×d floats
-    (W_downᵀY, |W_downᵀ||Y| and their temporaries); the peak is the larger phase.
+    (W_downᵀY, |W_downᵀ||Y| and their temporaries), and the certificate Y is reported as d²
+    exact "p/q" strings (about 128 bytes each). The phases are added, not maximized: buffers of
+    one phase can still be alive in the next (measured: a d = 4096, n = 16384 layer peaked at
+    twice the larger phase), and the prediction must bound the peak, not estimate it.
     Work: the two symmetric Gram products (2n²d), c and the residual matrix (2nd² + 2nd²),
     pivoted Cholesky (n³/3), or eigh (about 9n³) when rank-deficient, and the check (4nd²).
     """
@@ -92,7 +95,8 @@ def relaxation_cost(d: int, n: int) -> Cost:
     gram_phase = (nn * nn * (3.0 if rank_deficient else 1.0) + 3.0 * nn * dd
                   + 3.0 * _block_rows(n) * nn)
     check_phase = 7.0 * nn * dd + 2.0 * dd * dd
-    floats = max(gram_phase, check_phase)
+    certificate_text = 16.0 * dd * dd
+    floats = gram_phase + check_phase + certificate_text
     flops = (2.0 * nn * nn * dd + 8.0 * nn * dd * dd
              + (9.0 if rank_deficient else 1.0 / 3.0) * nn**3)
     return Cost(FLOAT_BYTES * floats, flops)
