@@ -6,17 +6,16 @@ positive controls are planted blocks fitted by the same code in the same run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from absorb import certificates, theory
 from absorb.activations import get_activation
 from absorb.blocks import Block, random_block, stack_forward
 from absorb.experiments.base import EXACT_TOL, Array, ExperimentResult, _num, _rel, _series
 from absorb.search import fit_residual_free, planted_block, planted_block_and_set
+from absorb.stacks.fit import fit_stack, flatten
 
 #: Separation (generic floor ÷ planted error) that "agrees" asks for, as issue 8 sets it.
 SEPARATION = 1e4
@@ -86,58 +85,11 @@ def index_set_necessary_search(rng: np.random.Generator) -> ExperimentResult:
 # depth 2 (open)
 
 
-def _stack_theta(blocks: Sequence[Block]) -> Array:
-    return np.concatenate([a.ravel() for b in blocks for a in (b.W_up, b.W_down)])
-
-
-def _stack_of(theta: Array, act_name: str, d: int, n: int, L: int) -> list[Block]:
-    act, out, pos = get_activation(act_name), [], 0
-    for _ in range(L):
-        up = theta[pos:pos + n * d].reshape(n, d)
-        down = theta[pos + n * d:pos + 2 * n * d].reshape(d, n)
-        pos += 2 * n * d
-        out.append(Block(act, up, down, residual=False))
-    return out
-
-
-def _fit_stack(target: Sequence[Block], starts: Sequence[Array], rng: np.random.Generator,
-               samples: int = 96, max_nfev: int = 100) -> list[dict[float, float]]:
-    """Joint LM (``least_squares``, analytic Jacobian of :func:`absorb.stacks.fit.stack_jacobian`)
-    of a residual-free stack of the target's depth and width, per start; every scale weighs by
-    its relative error. Returns the held-out relative errors per scale, per start."""
-    from absorb.stacks.fit import stack_jacobian
-
-    b0 = target[0]
-    d, n, L = b0.d, b0.n, len(target)
-    X = np.concatenate([s * rng.standard_normal((samples, d)) for s in SCALES])
-    T = stack_forward(target, X)
-    norms = np.repeat([float(np.linalg.norm(T[i * samples:(i + 1) * samples]))
-                       for i in range(len(SCALES))], samples)[:, None]
-    held = [(s, s * rng.standard_normal((samples, d))) for s in SCALES]
-
-    def residual(theta: Array) -> Array:
-        H = _stack_of(theta, b0.activation.name, d, n, L)
-        return np.asarray(((stack_forward(H, X) - T) / norms).ravel())
-
-    def jac(theta: Array) -> Array:
-        _, J = stack_jacobian(_stack_of(theta, b0.activation.name, d, n, L), X)
-        return np.asarray(J / np.repeat(norms.ravel(), d)[:, None])
-
-    out = []
-    for theta0 in starts:
-        res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev,
-                            ftol=1e-15, xtol=1e-15, gtol=1e-15)
-        H = _stack_of(res.x, b0.activation.name, d, n, L)
-        out.append({s: float(np.linalg.norm(stack_forward(H, Z) - stack_forward(target, Z))
-                             / np.linalg.norm(stack_forward(target, Z))) for s, Z in held})
-    return out
-
-
 def _layerwise_start(target: Sequence[Block], rng: np.random.Generator) -> Array:
     """Each block fitted alone by the single-block search (random starts), then stacked: a
     start built from the target's *functions*, not its weights."""
-    fits = [fit_residual_free(b, restarts=2, rng=rng).block for b in target]
-    return _stack_theta([h for h in fits if h is not None])
+    fits = [fit_residual_free(b, restarts=6, rng=rng, stop_below=1e-12).block for b in target]
+    return flatten([h for h in fits if h is not None])
 
 
 def depth_open_relu_gelu(rng: np.random.Generator) -> ExperimentResult:
@@ -175,12 +127,9 @@ def depth_open_relu_gelu(rng: np.random.Generator) -> ExperimentResult:
                      "check": "sign-flip stack vs R (construction, max rel. error)",
                      "value": _rel(stack_forward(flips, P), stack_forward(planted, P))})
         for kind, target in (("control: planted in every block", planted), ("generic", generic)):
-            starts = [np.concatenate([
-                a.ravel() for _ in range(L)
-                for a in (rng.standard_normal((n, d)) / math.sqrt(d),
-                          rng.standard_normal((d, n)) / math.sqrt(n))]) for _ in range(2)]
-            starts.append(_layerwise_start(target, rng))
-            per = _fit_stack(target, starts, rng)
+            per = fit_stack(target, rng=rng, restarts=2, samples=96, max_nfev=100,
+                            extra_starts=[("layer-wise", _layerwise_start(target, rng))]
+                            ).per_restart
             errs = [_worst(r) for r in per]
             best[(name, kind)] = min(errs)
             rows.append({"stack": f"{name}, L = 2", "kind": kind,

@@ -142,12 +142,14 @@ def fit_cost(target: Sequence[Block], *, restarts: int, samples: int, max_nfev: 
 
 def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: int = 3,
               samples: int = 128, max_nfev: int = 200,
-              init_from_target: bool = False) -> StackFit:
+              init_from_target: bool = False,
+              extra_starts: Sequence[tuple[str, Array]] = ()) -> StackFit:
     """Fit residual-free stacks of ``target``'s widths to it from random starts at fan-in scale;
     every scale weighs by its relative error. The search stays independent of the theory it
     checks: only with ``init_from_target`` does restart 0 start from the target's own weights
-    (labelled ``from_target`` in the output). Refused up front (AbsorbError) when
-    :func:`fit_cost` does not fit the budget."""
+    (labelled ``from_target`` in the output). ``extra_starts`` are further labelled starting
+    points (e.g. built from per-block fits of the target's function). Refused up front
+    (AbsorbError) when :func:`fit_cost` does not fit the budget."""
     if restarts < 1 or samples < 1 or max_nfev < 1:
         raise AbsorbError("restarts, samples and max_nfev must be positive")
     require(fit_cost(target, restarts=restarts, samples=samples, max_nfev=max_nfev),
@@ -170,9 +172,11 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
 
     starts = [("from_target", flatten(target))] if init_from_target else []
     starts += [("random", _random_like(target, rng)) for _ in range(restarts - len(starts))]
+    starts += list(extra_starts)
     per_restart = []
     for _, theta0 in starts:
-        res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev)
+        res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev,
+                            ftol=1e-15, xtol=1e-15, gtol=1e-15)
         H = unflatten(res.x, target, False)
         per_restart.append({
             s: float(np.max(np.abs(stack_forward(H, Xs) - stack_forward(target, Xs)))
