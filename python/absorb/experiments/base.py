@@ -158,3 +158,10 @@ def _series(label: str, x: Sequence[object] | Array, y: Sequence[object] | Array
     if style != "both":
         out["style"] = style
     return out
+
+
+def decade(x: float, floor: float = 1e-16) -> float:
+    """The power of ten at or below max(x, floor): fit errors are path-dependent in their digits
+    (a last-bit difference, e.g. from the memory alignment numpy's SIMD reductions see, can
+    steer Levenberg–Marquardt to another nearby minimum), not in their decade."""
+    return float(10.0 ** np.floor(np.log10(max(x, floor))))

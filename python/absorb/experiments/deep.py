@@ -19,7 +19,7 @@ import numpy as np
 
 from absorb.activations import get_activation
 from absorb.blocks import Block, ExactWeights, random_block
-from absorb.experiments.base import EXACT_TOL, ExperimentResult, _series
+from absorb.experiments.base import EXACT_TOL, ExperimentResult, _series, decade
 from absorb.stacks import decide_stack, fit_stack, stack_jacobian
 from absorb.stacks.arrangement import active_pattern, region_points
 from absorb.stacks.exact import det, exact_weights
@@ -267,12 +267,6 @@ def deep_open_jacobian_rank(rng: np.random.Generator) -> ExperimentResult:
                 f"{folding}/{len(rows)} stacks have a folding block")
 
 
-def _decade(x: float) -> float:
-    """The power of ten at or below x: fit errors are path-dependent in their digits (a last-bit
-    difference can steer Levenberg–Marquardt to another nearby minimum), not in their decade."""
-    return float(10.0 ** np.floor(np.log10(x)))
-
-
 def deep_open_fits(rng: np.random.Generator) -> ExperimentResult:
     """OPEN: least-squares fits of residual-free stacks, generic R against planted controls."""
     d, n, L = 2, 4, 2
@@ -283,7 +277,7 @@ def deep_open_fits(rng: np.random.Generator) -> ExperimentResult:
         fit = fit_stack(R, rng=rng, restarts=4, samples=64, max_nfev=300)
         best = max(max(fit.relative_error.values()), ERROR_FLOOR)
         rows.append({"stack": kind, "d": d, "n": n, "L": L,
-                     "best fit rel. error, decade (max over scales, floor 1e-12)": _decade(best),
+                     "best fit rel. error, decade (max over scales, floor 1e-12)": decade(best),
                      "recovered (< 1e-6)": best < 1e-6 if kind == "planted" else None})
     recovered = sum(r["recovered (< 1e-6)"] is True for r in rows)
     generic = min(float(str(r["best fit rel. error, decade (max over scales, floor 1e-12)"]))

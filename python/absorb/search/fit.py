@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from absorb.blocks import Block
@@ -293,6 +294,19 @@ def fit_residual_free(
     steps = DEFAULT_STEPS.get(engine, 1) if steps is None else steps
     samples = default_samples(target, w, engine) if samples is None else samples
     _check_arguments(w, restarts, steps, samples, scales, engine, dtype, time_budget)
+    # One BLAS thread: with two, OpenBLAS's reductions can round differently from run to run,
+    # and a last-bit difference can steer a restart to another minimum; determinism under
+    # --seed is worth more than the second thread on these small fits.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit(target, w, restarts, steps, samples, scales, rng, engine, dtype, progress,
+                    init_from_target, time_budget, reflect, lr, project, stop_below)
+
+
+def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
+         scales: tuple[float, ...], rng: np.random.Generator, engine: str, dtype: type,
+         progress: bool, init_from_target: bool, time_budget: float | None, reflect: bool,
+         lr: float, project: bool, stop_below: float | None) -> SearchResult:
+    """The body of :func:`fit_residual_free`, arguments checked."""
     t0 = time.perf_counter()
     X = np.concatenate([s * rng.standard_normal((samples, target.d)) for s in scales])
     T = target(X)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 from scipy.special import erf
+from threadpoolctl import threadpool_limits
 
 from absorb.blocks import Array, Block, stack_forward
 from absorb.budget import FLOAT_BYTES, Cost, require
@@ -174,14 +175,18 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
     starts += [("random", _random_like(target, rng)) for _ in range(restarts - len(starts))]
     starts += list(extra_starts)
     per_restart = []
-    for _, theta0 in starts:
-        res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev,
-                            ftol=1e-15, xtol=1e-15, gtol=1e-15)
-        H = unflatten(res.x, target, False)
-        per_restart.append({
-            s: float(np.max(np.abs(stack_forward(H, Xs) - stack_forward(target, Xs)))
-                     / max(float(np.max(np.abs(stack_forward(target, Xs)))), 1e-300))
-            for s, Xs in held})
+    # One BLAS thread: with two, OpenBLAS's reductions can round differently from run to run,
+    # and a last-bit difference can send Levenberg–Marquardt to another minimum (same seed,
+    # other numbers). Stack fits are small; determinism under --seed is worth more.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _, theta0 in starts:
+            res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev,
+                                ftol=1e-15, xtol=1e-15, gtol=1e-15)
+            H = unflatten(res.x, target, False)
+            per_restart.append({
+                s: float(np.max(np.abs(stack_forward(H, Xs) - stack_forward(target, Xs)))
+                         / max(float(np.max(np.abs(stack_forward(target, Xs)))), 1e-300))
+                for s, Xs in held})
     best = {s: min(r[s] for r in per_restart) for s in FIT_SCALES}
     return StackFit(tuple(b.n for b in target), len(starts), best, per_restart,
                     tuple(k for k, _ in starts))
