@@ -10,8 +10,6 @@ as exactly that number, so the file says precisely what the stored weights say.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from absorb.errors import AbsorbError
+from absorb.files import write_atomic
 
 __all__ = ["FORMAT", "checker_document", "ensure_writable", "export_documents", "write_new_file"]
 
@@ -67,15 +66,7 @@ def ensure_writable(path: str | Path, force: bool) -> Path:
 
 def write_new_file(path: Path, doc: dict[str, object]) -> None:
     """Write JSON atomically (a temporary file renamed into place): never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(doc) + "\n")
 
 
 def export_documents(result: dict[str, Any], W_up: Any, W_down: Any, A: Any, *,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from absorb.errors import AbsorbError
+from absorb.files import interrupts_deferred
 from absorb.report import figures
 from absorb.report.build import build_report, jsonable
 from absorb.report.render_html import render_html
@@ -91,8 +92,9 @@ def _move_into_place(tmp: Path, out: Path, files: Sequence[str], previous: Seque
     if not out.exists():
         os.replace(tmp, out)
         return
-    for name in files:
-        os.replace(tmp / name, out / name)
-    for name in set(previous) - set(files):
-        (out / name).unlink(missing_ok=True)
-    os.replace(tmp / MARKER, out / MARKER)
+    with interrupts_deferred():  # Ctrl-C leaves the old report or the new one, never a mix
+        for name in files:
+            os.replace(tmp / name, out / name)
+        for name in set(previous) - set(files):
+            (out / name).unlink(missing_ok=True)
+        os.replace(tmp / MARKER, out / MARKER)

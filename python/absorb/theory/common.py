@@ -20,8 +20,8 @@ VERIFY_POINTS = 256
 EVIDENCE_RESTARTS, EVIDENCE_STEPS, EVIDENCE_SAMPLES = 2, 300, 512
 SCOPE = ("the verdict is about the abstract block A x + MLP(x), as in the paper; a real "
          "transformer layer also holds a LayerNorm, which this question leaves aside")
-# Measured: at small sizes a generic (provably non-absorbable) ReLU block and a planted
-# absorbable one reach similar fit errors (about 1 %), so the fit decides nothing by itself.
+# A fit is evidence only: it can miss an absorbing block (a positive control can fail at some
+# seeds) and a small error is not an equality, so it never decides a verdict by itself.
 EVIDENCE_NOTE = ("weak numerical evidence: the best fit of a residual-free block of the same "
                  "width; a small error does not prove absorbability and a large one does not "
                  "prove impossibility")
