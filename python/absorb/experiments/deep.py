@@ -274,7 +274,7 @@ def deep_open_fits(rng: np.random.Generator) -> ExperimentResult:
     for kind in ("planted", "planted", "planted", "generic", "generic"):
         R = (planted_narrow_stack(d, n, L, rng) if kind == "planted"
              else [random_block(RELU, d, n, rng) for _ in range(L)])
-        fit = fit_stack(R, rng=rng, restarts=4, samples=64, max_nfev=300)
+        fit = fit_stack(R, rng=rng, restarts=8, samples=64, steps=300)
         best = max(max(fit.relative_error.values()), ERROR_FLOOR)
         rows.append({"stack": kind, "d": d, "n": n, "L": L,
                      "best fit rel. error, decade (max over scales, floor 1e-12)": decade(best),
@@ -285,7 +285,7 @@ def deep_open_fits(rng: np.random.Generator) -> ExperimentResult:
     return ExperimentResult(
         "deep_open_fits", "depth_narrow",
         "OPEN (n >= 2d): Levenberg–Marquardt fits of residual-free ReLU stacks of the same "
-        "widths (d = 2, n = 4, L = 2; 4 restarts) to planted per-layer index-set stacks "
+        "widths (d = 2, n = 4, L = 2; 8 restarts) to planted per-layer index-set stacks "
         "(controls: absorbable) and to random residual stacks. The fit counts only as far as "
         "it recovers the controls; a residual error is evidence, never proof.",
         recovered > 0, rows, open=True,

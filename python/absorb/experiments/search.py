@@ -135,7 +135,7 @@ def depth_open_relu_gelu(rng: np.random.Generator) -> ExperimentResult:
                      "check": "sign-flip stack vs R (construction, max rel. error)",
                      "value": _rel(stack_forward(flips, P), stack_forward(planted, P))})
         for kind, target in (("control: planted in every block", planted), ("generic", generic)):
-            per = fit_stack(target, rng=rng, restarts=2, samples=96, max_nfev=100,
+            per = fit_stack(target, rng=rng, restarts=2, samples=96, steps=100,
                             extra_starts=[("layer-wise", _layerwise_start(target, rng))]
                             ).per_restart
             errs = [_worst(r) for r in per]

@@ -7,7 +7,7 @@ Ts = √ω ⊙ T and
 
     r(θ) = P(θ) Ts − Ts,   P = Hs Hs⁺ (orthogonal projector on the span of Hs),
 
-the residual at the optimal output layer. LM (``scipy.optimize.least_squares``) minimizes
+the residual at the optimal output layer. LM (:mod:`absorb.marquardt`) minimizes
 ½‖r(θ)‖² with Kaufman's Jacobian J = P⊥ ∂Hs/∂θ · V_downᵀ, exact at zero residual, where
 convergence is then quadratic. Columns of J for a parameter of unit i, as an (m, d) block:
 
@@ -30,6 +30,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from absorb.errors import AbsorbError
+from absorb.marquardt import marquardt
 from absorb.search.units import Array, UnitFunction
 
 __all__ = ["MAX_JACOBIAN_BYTES", "Deadline", "VarPro"]
@@ -239,12 +240,13 @@ class VarPro:
                             ) -> Array:
         """LM from θ; returns the best θ seen, also when the deadline interrupts it.
 
-        ``solver="normal"`` (default): Marquardt's method on the structured normal equations
-        (:meth:`normal_equations`, Moré's diagonal scaling, Nielsen's damping update);
+        ``solver="normal"`` (default): :func:`absorb.marquardt.marquardt` on the structured
+        normal equations (:meth:`normal_equations`), deterministic;
         ``solver="scipy"``: ``scipy.optimize.least_squares`` (MINPACK ``lm``, or ``trf`` when
         there are fewer residuals than parameters) on the dense :meth:`jacobian` — the same
         iteration, but its QR of the (m·d) × |θ| Jacobian costs d times more (measured: ~1 s
-        per iteration at d = 8, n = 32 against ~0.07 s).
+        per iteration at d = 8, n = 32 against ~0.07 s), and MINPACK is not reproducible
+        within a process (see :mod:`absorb.marquardt`): a reference, not the default.
         """
         self.best_cost, self.best_theta = math.inf, None
         try:
@@ -254,51 +256,12 @@ class VarPro:
                                     max_nfev=max_iter, ftol=1e-15, xtol=1e-15, gtol=1e-15)
                 theta = np.asarray(res.x, dtype=np.float64)
             else:
-                theta = self._marquardt(theta, max_iter)
+                theta = marquardt(lambda th: 0.5 * float(np.sum(self.residual(th) ** 2)),
+                                  self.normal_equations, theta, max_iter)
         except Deadline:
             pass
         if self.best_theta is not None and self.best_cost < self.cost(theta):
             return self.best_theta
-        return theta
-
-    def _marquardt(self, theta: Array, max_iter: int) -> Array:
-        cost = 0.5 * float(np.sum(self.residual(theta) ** 2))
-        lam, nu = -1.0, 2.0
-        scale = np.zeros(theta.size)
-        stall = 0
-        for _ in range(max_iter):
-            if cost == 0.0:
-                break
-            JtJ, g = self.normal_equations(theta)
-            scale = np.maximum(scale, np.diag(JtJ))
-            D = np.maximum(scale, 1e-30 * max(float(np.max(scale)), 1e-300))
-            if lam < 0:
-                lam = 1e-3
-            while True:
-                A = JtJ + lam * np.diag(D)
-                try:
-                    step = -np.linalg.solve(A, g)
-                except np.linalg.LinAlgError:
-                    lam *= nu
-                    nu *= 2
-                    continue
-                new = theta + step
-                new_cost = 0.5 * float(np.sum(self.residual(new) ** 2))
-                predicted = -(g @ step) - 0.5 * float(step @ JtJ @ step)
-                rho = (cost - new_cost) / predicted if predicted > 0 else -1.0
-                if rho > 0:
-                    stall = stall + 1 if cost - new_cost <= 1e-15 * cost else 0
-                    theta, cost = new, new_cost
-                    lam *= max(1 / 3, 1 - (2 * rho - 1) ** 3)
-                    nu = 2.0
-                    break
-                lam *= nu
-                nu *= 2
-                if lam > 1e20:
-                    return theta
-            if stall >= 3 or float(np.max(np.abs(step))) <= 1e-15 * (
-                    1 + float(np.max(np.abs(theta)))):
-                break
         return theta
 
     def _reflected(self, theta: Array, units: Array) -> Array:

@@ -78,7 +78,7 @@ def run_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
                           "own widths")
     blocks = _stack(args)
     res = fit_stack(blocks, rng=np.random.default_rng(args.seed), restarts=args.restarts,
-                    samples=args.samples, max_nfev=args.steps,
+                    samples=args.samples, steps=args.steps,
                     init_from_target=args.init_from_target).to_json()
     out = {"stack": True, "activation": blocks[0].activation.name, "d": blocks[0].d,
            "depth": len(blocks), **res}

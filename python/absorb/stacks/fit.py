@@ -5,8 +5,8 @@ skip matrix, for residual blocks; S_l = 0 for residual-free ones), :func:`stack_
 returns the outputs on a batch and their Jacobian with respect to every weight, by the chain
 rule backwards through the layers: ∂y_L/∂W_l = G_l ⊗ σ(z_l), ∂y_L/∂U_l = (G_l W_l ⊙ σ'(z_l)) ⊗
 y_{l−1}, G_{l−1} = G_l (S_l + W_l diag σ'(z_l) U_l), with G_L = I. ``fit_stack`` fits a
-residual-free stack of the same widths by scipy's Levenberg–Marquardt least squares on that
-Jacobian.
+residual-free stack of the same widths by Levenberg–Marquardt (:mod:`absorb.marquardt`) on
+that Jacobian.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 from scipy.special import erf
 from threadpoolctl import threadpool_limits
 
 from absorb.blocks import Array, Block, stack_forward
 from absorb.budget import FLOAT_BYTES, Cost, require
 from absorb.errors import AbsorbError
+from absorb.marquardt import marquardt
 
 FIT_SCALES = (1e-2, 1.0, 1e2)
 
@@ -131,18 +131,18 @@ def _random_like(blocks: Sequence[Block], rng: np.random.Generator) -> Array:
     return np.concatenate(parts)
 
 
-def fit_cost(target: Sequence[Block], *, restarts: int, samples: int, max_nfev: int) -> Cost:
+def fit_cost(target: Sequence[Block], *, restarts: int, samples: int, steps: int) -> Cost:
     """A lower bound on a stack fit's needs: the Jacobian (rows = 3·samples·d residuals, one
     column per weight) and, as large again, the chain rule's per-layer temporaries; at least
-    one rows×P² factorization per Levenberg–Marquardt step, for every step and restart."""
+    one rows×P² Gram product JᵀJ per Levenberg–Marquardt step, for every step and restart."""
     rows = len(FIT_SCALES) * samples * target[0].d
     params = int(flatten(target).size)
     return Cost(2.0 * FLOAT_BYTES * rows * params,
-                float(restarts) * max_nfev * rows * params * params)
+                float(restarts) * steps * rows * params * params)
 
 
 def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: int = 3,
-              samples: int = 128, max_nfev: int = 200,
+              samples: int = 128, steps: int = 200,
               init_from_target: bool = False,
               extra_starts: Sequence[tuple[str, Array]] = ()) -> StackFit:
     """Fit residual-free stacks of ``target``'s widths to it from random starts at fan-in scale;
@@ -151,11 +151,11 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
     (labelled ``from_target`` in the output). ``extra_starts`` are further labelled starting
     points (e.g. built from per-block fits of the target's function). Refused up front
     (AbsorbError) when :func:`fit_cost` does not fit the budget."""
-    if restarts < 1 or samples < 1 or max_nfev < 1:
-        raise AbsorbError("restarts, samples and max_nfev must be positive")
-    require(fit_cost(target, restarts=restarts, samples=samples, max_nfev=max_nfev),
+    if restarts < 1 or samples < 1 or steps < 1:
+        raise AbsorbError("restarts, samples and steps must be positive")
+    require(fit_cost(target, restarts=restarts, samples=samples, steps=steps),
             f"a stack fit with {samples} samples per scale, {restarts} restarts x "
-            f"{max_nfev} evaluations")
+            f"{steps} Levenberg-Marquardt steps")
     d = target[0].d
     X = np.concatenate([s * rng.standard_normal((samples, d)) for s in FIT_SCALES])
     T = stack_forward(target, X)
@@ -167,9 +167,15 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
         out = stack_forward(unflatten(theta, target, False), X)
         return np.asarray(((out - T) / norms).ravel())
 
-    def jac(theta: Array) -> Array:
-        _, J = stack_jacobian(unflatten(theta, target, False), X)
-        return np.asarray(J / np.repeat(norms.ravel(), d)[:, None])
+    def cost(theta: Array) -> float:
+        return 0.5 * float(np.sum(residual(theta) ** 2))
+
+    def normal_equations(theta: Array) -> tuple[Array, Array]:
+        H = unflatten(theta, target, False)
+        out, J = stack_jacobian(H, X)
+        J /= np.repeat(norms.ravel(), d)[:, None]
+        r = ((out - T) / norms).ravel()
+        return J.T @ J, J.T @ r
 
     starts = [("from_target", flatten(target))] if init_from_target else []
     starts += [("random", _random_like(target, rng)) for _ in range(restarts - len(starts))]
@@ -180,9 +186,7 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
     # other numbers). Stack fits are small; determinism under --seed is worth more.
     with threadpool_limits(limits=1, user_api="blas"):
         for _, theta0 in starts:
-            res = least_squares(residual, theta0, jac=jac, method="lm", max_nfev=max_nfev,
-                                ftol=1e-15, xtol=1e-15, gtol=1e-15)
-            H = unflatten(res.x, target, False)
+            H = unflatten(marquardt(cost, normal_equations, theta0, steps), target, False)
             per_restart.append({
                 s: float(np.max(np.abs(stack_forward(H, Xs) - stack_forward(target, Xs)))
                          / max(float(np.max(np.abs(stack_forward(target, Xs)))), 1e-300))
