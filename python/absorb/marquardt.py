@@ -48,18 +48,18 @@ def marquardt(cost: Callable[[Array], float],
         while True:
             step: Array | None
             try:
-                step = -np.linalg.solve(JtJ + lam * np.diag(D), g)
+                step = -np.asarray(np.linalg.solve(JtJ + lam * np.diag(D), g), np.float64)
             except np.linalg.LinAlgError:
                 step = None
             if step is not None:
                 new = theta + step
                 new_f = cost(new)
-                predicted = -(g @ step) - 0.5 * float(step @ JtJ @ step)
+                predicted = -float(g @ step) - 0.5 * float(step @ JtJ @ step)
                 rho = (f - new_f) / predicted if predicted > 0 else -1.0
                 if rho > 0:
                     stall = stall + 1 if f - new_f <= 1e-15 * f else 0
                     theta, f = new, new_f
-                    lam *= max(1 / 3, 1 - (2 * rho - 1) ** 3)
+                    lam *= max(1 / 3, 1 - (2 * float(rho) - 1) ** 3)
                     nu = 2.0
                     moved = float(np.max(np.abs(step)))
                     break
