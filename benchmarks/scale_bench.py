@@ -47,12 +47,14 @@ def work_flops(d: int, n: int) -> float:
 def write_layer(folder: Path, d: int, n: int, dtype: str, seed: int = 0) -> None:
     """One GPT-NeoX MLP layer at the usual fan-in scale, with biases, and its config.json."""
     rng = np.random.default_rng(seed)
+    # the float64 scalar np.sqrt(d) widens a float32 array: cast back before saving
     tensors = {
         PREFIX + "dense_h_to_4h.weight": rng.standard_normal((n, d), np.float32) / np.sqrt(d),
         PREFIX + "dense_h_to_4h.bias": 0.1 * rng.standard_normal(n, np.float32),
         PREFIX + "dense_4h_to_h.weight": rng.standard_normal((d, n), np.float32) / np.sqrt(n),
         PREFIX + "dense_4h_to_h.bias": 0.1 * rng.standard_normal(d, np.float32),
     }
+    tensors = {k: v.astype(np.float32) for k, v in tensors.items()}
     if dtype == "bfloat16":
         save_bf16(tensors, folder / "model.safetensors")
     else:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from absorb.certificates import (
     brute_force_index_set,
+    check_dual,
     find_index_set,
     index_set_residual,
     relaxation,
@@ -264,3 +265,39 @@ def test_bad_input_raises(W_up: np.ndarray, W_down: np.ndarray) -> None:
 def test_bad_index_set_raises() -> None:
     with pytest.raises(AbsorbError):
         index_set_residual(np.ones((3, 2)), np.ones((2, 3)), [0, 0])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_wide_tolerance_radius_leads_to_the_search_not_to_none(seed: int) -> None:
+    """A unique real solution rules out other 0/1 points only within radius 2δ/σ_min(K) < 1/2;
+    with a storage-size tolerance the radius is larger and the planted S must still be found
+    (it used to be answered "none" without a search)."""
+    from absorb.activations import get_activation
+    from absorb.blocks import random_block
+    from absorb.search import planted_block_and_set
+
+    rng = np.random.default_rng(seed)
+    block, S = planted_block_and_set(random_block(get_activation("relu"), 2, 4, rng), rng)
+    res = find_index_set(block.W_up, block.W_down, tol=0.05)
+    assert res.status == "found" and res.S is not None
+    assert index_set_residual(block.W_up, block.W_down, res.S) <= 0.05
+    assert any("radius" in note for note in res.notes)
+    assert sorted(S) == sorted(find_index_set(block.W_up, block.W_down).S or ())
+
+
+def test_certificate_settles_stored_weights_when_the_tolerance_search_cannot_run() -> None:
+    """r² below a coarse tolerance, n = 2100 (no engine affordable): the stored weights are
+    still decided by the residual certificate, and "up to rounding" is reported as open."""
+    from absorb.activations import get_activation
+    from absorb.blocks import random_block
+    from absorb.theory import decide
+
+    rng = np.random.default_rng(0)
+    block = random_block(get_activation("gelu"), 48, 2100, rng, biases=True)
+    res = find_index_set(block.W_up, block.W_down, tol=0.3)
+    assert res.relaxation.is_zero and res.relaxation.residual > 0
+    assert res.status == "limit" and res.method == "plan" and res.dual is not None
+    assert check_dual(block.W_up, block.W_down, res.dual.Y).valid
+    verdict = decide(block, rng=rng, search=False, tol=0.3)
+    assert verdict["verdict"] == "not_absorbed"
+    assert "not decided" in str(verdict["certificate"]["up_to_rounding"])  # type: ignore[index]

@@ -206,11 +206,12 @@ def test_unmet_necessary_hypotheses_give_undetermined(rng: np.random.Generator) 
 
 def test_size_limit_gives_undetermined(rng: np.random.Generator,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    # a complete search that ran out of budget (as the MILP time limit reports it)
+    # a complete search that ran out of budget with no certificate (as a MILP time limit on an
+    # r² = 0 block reports it); with a certificate the stored weights are still decided
     real = certificates.find_index_set
 
     def limited(*args: object, **kwargs: object) -> certificates.IndexSetSearch:
-        return dataclasses.replace(real(*args, **kwargs), status="limit", S=None)  # type: ignore[arg-type]
+        return dataclasses.replace(real(*args, **kwargs), status="limit", S=None, dual=None)  # type: ignore[arg-type]
 
     monkeypatch.setattr(certificates, "find_index_set", limited)
     r = decide(random_block(get_activation("relu"), 3, 16, rng), rng=rng, search=False)

@@ -227,6 +227,8 @@ def _text_certificates(r: dict[str, Any]) -> list[str]:
     if dual:
         lines.append(f"dual certificate: Y ({dual['source']}, grid {dual['grid']}), margin "
                      f"{dual['margin_float']:.3g}; verified by {dual['verified']}")
+    if cert.get("up_to_rounding"):
+        lines.append(f"up to rounding: {cert['up_to_rounding']}")
     if cert.get("distance") is not None:
         lines.append(f"distance to absorbable (r/|A|_F; every index set is at least this far, "
                      f"relatively): {cert['distance']:.3g}")

@@ -87,7 +87,8 @@ def relaxation_cost(d: int, n: int) -> Cost:
     exact "p/q" strings (about 128 bytes each). The phases are added, not maximized: buffers of
     one phase can still be alive in the next (measured: a d = 4096, n = 16384 layer peaked at
     twice the larger phase), and the prediction must bound the peak, not estimate it.
-    Work: the two symmetric Gram products (2n²d), c and the residual matrix (2nd² + 2nd²),
+    Work: the two symmetric Gram products (2n²d), c and the residual matrix (2nd² + 2nd²; c is
+    O(nd) for the identity skip, but the bound keeps the general case),
     pivoted Cholesky (n³/3), or eigh (about 9n³) when rank-deficient, and the check (4nd²).
     """
     nn, dd = float(n), float(d)
@@ -119,7 +120,11 @@ def gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
 
 
 def gram_rhs(w: Weights) -> FloatArray:
-    """c_i = a_iᵀ A b_i."""
+    """c_i = a_iᵀ A b_i; for a diagonal A (the identity skip) Σ_k a_ik A_kk b_ik, O(nd)
+    instead of the O(nd²) product W_downᵀA."""
+    diag = np.diag(w.A)
+    if np.array_equal(w.A, np.diag(diag)):
+        return np.asarray(np.einsum("ki,k,ik->i", w.W_down, diag, w.W_up), dtype=np.float64)
     c: FloatArray = np.einsum("ij,ij->i", w.W_down.T @ w.A, w.W_up)
     return c
 

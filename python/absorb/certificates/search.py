@@ -180,7 +180,7 @@ def plan_search(n: int, equations: int, *, entries: Literal["int64", "object"] =
                           "requested")
     if too_many:
         return SearchPlan(n, equations, entries, nbytes, seconds, "milp",
-                          f"meet-in-the-middle would enumerate {sums:.0f} subset sums "
+                          f"meet-in-the-middle would enumerate {sums:.3g} subset sums "
                           f"(n={n}), above max_enumeration={max_enumeration}")
     if nbytes <= MITM_PREFERRED_BYTES and seconds <= MITM_PREFERRED_SECONDS:
         return SearchPlan(n, equations, entries, nbytes, seconds, "meet-in-the-middle",
@@ -309,6 +309,13 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
     return _search_reduced_exact(w, rel, sysm, accept, max_enumeration, method, notes)
 
 
+def _beyond_tolerance(cert: DualCertificate, tau: float) -> bool:
+    """Whether the certificate also rules out every S with ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ:
+    such an S has |⟨E, Y⟩| ≤ τ‖Y‖₁, so a margin above τ‖Y‖₁ excludes it."""
+    y_l1 = float(np.sum(np.abs(np.asarray(cert.Y, dtype=np.float64))))
+    return float(cert.check.margin) > tau * y_l1
+
+
 def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                 dual: bool) -> IndexSetSearch:
     rel, c = float_relaxation(w, tol)
@@ -335,19 +342,30 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
         return out("none", None, "relaxation",
                    f"relaxation residual r² = {rel.residual:.6g} > tolerance "
                    f"{rel.tolerance:.3g}: no real s, hence no S, within tol", cert)
-    cert, note = _lp_certificate(w, dual)
-    notes.append(note)
+    # r² within the tolerance: an S meeting the condition up to τ is not excluded by r alone.
+    # A certificate still settles the stored weights exactly (the residual when r² > 0, else
+    # the separation LP), and rules out every S within τ when its margin exceeds τ·‖Y‖₁.
+    cert = certify(w, residual_candidates(rel.R)) if dual and rel.residual > 0 else None
+    if cert is None or not _beyond_tolerance(cert, tau):
+        lp_cert, note = _lp_certificate(w, dual)
+        notes.append(note)
+        if lp_cert is not None and (cert is None or _beyond_tolerance(lp_cert, tau)):
+            cert = lp_cert
     if cert is not None:
-        y_l1 = float(np.sum(np.abs(np.asarray(cert.Y, dtype=np.float64))))
-        if float(cert.check.margin) > tau * y_l1:
-            return out("none", None, "dual-lp",
-                       "a separating Y proves -A outside the zonotope, by more than any S "
+        if _beyond_tolerance(cert, tau):
+            how = "dual-lp" if cert.source.startswith("separation LP") else "relaxation"
+            return out("none", None, how,
+                       "a dual certificate proves -A outside the zonotope, by more than any S "
                        "within tolerance could reach: no index set", cert)
-        notes.append("the certificate's margin is within the tolerance: searching for an S "
-                     "that meets the condition up to the tolerance")
+        notes.append("the certificate proves that the stored weights admit no exact index "
+                     "set; its margin is within the tolerance, so an S meeting the condition "
+                     "up to the tolerance is searched for")
     plan = plan_search(w.n, rel.rank, method=method, max_enumeration=max_enumeration)
     blocked = mitm_affordable(plan)
-    if w.n * rel.rank > MILP_MAX_ENTRIES and blocked is not None and not rel.unique:
+    # the unique-solution shortcut needs radius 2δ/σ_min(K) < 1/2, and σ_min(K)² ≤ min_i G_ii
+    gdiag = np.sum(w.W_down * w.W_down, axis=0) * np.sum(w.W_up * w.W_up, axis=1)
+    shortcut = rel.unique and 4.0 * delta < float(np.sqrt(np.min(gdiag)))
+    if w.n * rel.rank > MILP_MAX_ENTRIES and blocked is not None and not shortcut:
         # neither engine can run: stop before the n×n eigendecomposition
         return out("limit", None, "plan", f"{plan.reason}; {blocked}; and the binary program "
                    f"({rel.rank}×{w.n}) is above {MILP_MAX_ENTRIES} entries", cert, plan)
@@ -371,9 +389,12 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                     return out("found", S01, "unique-solution",
                                "the real solution is unique and rounds to a verified 0/1 "
                                f"point: |S| = {len(S01)}", cert)
+            # radius < 1/2: round(s) is the only 0/1 point that could lie within it
             return out("none", None, "unique-solution",
                        "the real solution is unique and no 0/1 point lies within radius "
                        f"{radius:.3g} of it", cert)
+        notes.append(f"the real solution is unique, but the radius {radius:.3g} ≥ 1/2 leaves "
+                     "more than one 0/1 candidate: complete search")
     # ‖K s + a‖_F² = ‖E s − t‖² + r²: the box of half-width √(τ² − r²)/√r keeps ‖·‖_F ≤ τ,
     # hence the max-norm ≤ τ that `accept` asks for
     inner = float(np.sqrt(max(tau * tau - rel.residual, 0.0) / max(r, 1)))

@@ -187,6 +187,9 @@ def text_lines(res: dict[str, Any]) -> list[str]:
         proof = (row.get("certificate") or {}).get("proof")
         if proof:
             lines.append(f"  certificate: {proof}")
+        open_question = (row.get("certificate") or {}).get("up_to_rounding")
+        if open_question:
+            lines.append(f"  up to rounding: {open_question}")
         lines.append(f"  predicted {human_bytes(cost['predicted_peak_bytes'])}, "
                      f"{human_seconds(cost['predicted_seconds'])}; took "
                      f"{human_seconds(cost['seconds'])}")

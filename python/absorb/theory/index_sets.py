@@ -278,7 +278,12 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
             return _absorbed(block, S, result, rng, base)
         return _up_to_rounding(block, S, result, rng, base, store)
     cert = _certificate(result, A_norm)
-    if result.status == "limit":
+    if result.status == "limit" and result.dual is not None:
+        # the certificate decides the stored weights; only "up to rounding" stays open
+        cert["up_to_rounding"] = ("not decided: the stored weights admit no exact index set "
+                                  "(dual certificate), but an S meeting the condition within "
+                                  "the storage tolerance is not excluded; " + result.detail)
+    elif result.status == "limit":
         return {**base, "verdict": "undetermined", **chain_fields([]),
                 "reason": "the exact index-set search was stopped by a size limit: "
                           + result.detail,
