@@ -192,3 +192,29 @@ def test_non_finite_numbers_never_reach_the_json() -> None:
 
     assert plain({1.5: [float("inf"), np.float64(2.0)], "q": np.array([1, 2])}) == {
         "1.5": [None, 2.0], "q": [1, 2]}
+
+
+def test_json_writes_certificate_matrices_in_place_one_at_a_time() -> None:
+    """write_json's placeholders never show: the output parses to the same document as the
+    matrices serialized eagerly, for several matrices at any depth, and exact "p/q" entries."""
+    import io
+    from fractions import Fraction
+
+    from absorb.certificates import RationalMatrix
+    from absorb.cli import write_json
+
+    grid = RationalMatrix(np.array([[0.5, -0.25], [3.0, 2.0**-20]]), 20)
+    exact = RationalMatrix(np.array([[Fraction(1, 3), Fraction(-2)]], dtype=object), None)
+    doc = {"layers": [{"dual": {"Y": grid, "note": 'quote " and \x00 survive'}},
+                      {"dual": {"Y": exact}}], "n": np.int64(3)}
+    out = io.StringIO()
+    write_json(doc, out)
+    text = out.getvalue()
+    assert text.endswith("\n") and text.count("\n") == 1 and "absorb-matrix" not in text
+    parsed = json.loads(text)
+    assert parsed["layers"][0]["dual"]["Y"] == [["1/2", "-1/4"], ["3", "1/1048576"]]
+    assert parsed["layers"][1]["dual"]["Y"] == [["1/3", "-2"]]
+    assert parsed["layers"][0]["dual"]["note"] == 'quote " and \x00 survive'
+    assert parsed["n"] == 3
+    assert [Fraction(q) for row in parsed["layers"][0]["dual"]["Y"] for q in row] == [
+        Fraction(v) for v in grid.values.ravel()]

@@ -24,6 +24,7 @@ from absorb.theory import (
     absorbing_block,
     decide,
     degree_witness,
+    index_sets,
     linearization_witness,
     noncollinear_rows,
 )
@@ -299,9 +300,15 @@ def test_any_skip_matrix_is_decided_singular_included(rng: np.random.Generator) 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(2, 40),
-       st.sampled_from([0.0, 1e-12, 1e-3]))
+       st.sampled_from([0.0, 1e-12, 1e-3]), st.booleans())
 def test_fast_collinearity_check_agrees_with_the_gram_matrix(seed: int, d: int, n: int,
-                                                              noise: float) -> None:
+                                                              noise: float, blocked: bool
+                                                              ) -> None:
+    """Both paths: the projection filter, and the blocked Gram matrix it falls back to."""
+    if blocked:
+        monkeypatch = pytest.MonkeyPatch()
+        monkeypatch.setattr(index_sets, "_MAX_PAIRS_PER_ROW", -1)
+        monkeypatch.setattr(index_sets, "_PAIR_CHUNK", 7)
     gen = np.random.default_rng(seed)
     W = gen.standard_normal((n, d))
     i, j = gen.choice(n, size=2, replace=False)
@@ -309,4 +316,18 @@ def test_fast_collinearity_check_agrees_with_the_gram_matrix(seed: int, d: int, 
     U = W / np.linalg.norm(W, axis=1)[:, None]
     C = np.abs(U @ U.T)
     np.fill_diagonal(C, 0.0)
-    assert noncollinear_rows(W, exact=False) == bool(np.all(C < 1.0 - COLLINEAR_TOL))
+    try:
+        assert noncollinear_rows(W, exact=False) == bool(np.all(C < 1.0 - COLLINEAR_TOL))
+    finally:
+        if blocked:
+            monkeypatch.undo()
+
+
+@pytest.mark.parametrize("d", [64, 512])
+def test_collinearity_check_at_width_finds_one_planted_pair(d: int) -> None:
+    """Wide rows (many near neighbours in one projection): the planted pair, and nothing else."""
+    gen = np.random.default_rng(d)
+    W = gen.standard_normal((4 * d, d))
+    assert noncollinear_rows(W, exact=False)
+    W[7] = -2.5 * W[3 * d]
+    assert not noncollinear_rows(W, exact=False)

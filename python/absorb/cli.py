@@ -11,19 +11,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
+import secrets
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn, TextIO, cast
 
 import numpy as np
 
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
 from absorb.budget import Cost, require, search_cost
+from absorb.certificates import RationalMatrix
 from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
 from absorb.errors import (
     EXIT_BAD_INPUT,
@@ -120,6 +123,36 @@ def plain(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def write_json(result: Any, stream: TextIO) -> None:
+    """``result`` as one line of JSON, its certificate matrices serialized one at a time.
+
+    A d = 4096 certificate is 16.7M "p/q" strings; building every layer's at once would hold
+    all of them. Each :class:`RationalMatrix` is replaced by a placeholder, the rest encoded,
+    and the matrices are encoded and written in place of their placeholders in turn.
+    """
+    matrices: list[RationalMatrix] = []
+    # a per-call nonce: no string of the result can be mistaken for a placeholder
+    tag = "absorb-matrix-" + secrets.token_hex(8)
+
+    def slot(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {k: slot(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [slot(v) for v in obj]
+        if isinstance(obj, RationalMatrix):
+            matrices.append(obj)
+            return f"\x00{tag}-{len(matrices) - 1}\x00"
+        return obj
+
+    placeholder = re.compile(r'"\\u0000' + tag + r'-(\d+)\\u0000"')
+    parts = placeholder.split(json.dumps(slot(plain(result)), allow_nan=False))
+    stream.write(parts[0])
+    for index, rest in zip(parts[1::2], parts[2::2], strict=True):
+        stream.write(json.dumps(matrices[int(index)].to_json()))
+        stream.write(rest)
+    stream.write("\n")
 
 
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -530,8 +563,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         wants_json = bool(args.json)
         result, lines = args.run(args)
-        text = json.dumps(plain(result), allow_nan=False) if args.json else "\n".join(lines)
-        sys.stdout.write(text + "\n")
+        if args.json:
+            write_json(result, sys.stdout)
+        else:
+            sys.stdout.write("\n".join(lines) + "\n")
         if args.command == "report" and result["errored"]:
             # The report is written and marks them, but the command did not fully do its job.
             print(f"error: experiments crashed: {', '.join(result['errored'])} (marked in the "

@@ -10,7 +10,7 @@
 """
 
 from absorb.certificates._inputs import as_fractions
-from absorb.certificates.dual import DualCertificate, dual_certificate
+from absorb.certificates.dual import DualCertificate, RationalMatrix, dual_certificate
 from absorb.certificates.real_relaxation import Relaxation, gram, relaxation, relaxation_cost
 from absorb.certificates.search import (
     IndexSetSearch,
@@ -26,6 +26,7 @@ __all__ = [
     "DualCertificate",
     "DualCheck",
     "IndexSetSearch",
+    "RationalMatrix",
     "Relaxation",
     "SearchPlan",
     "as_fractions",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from absorb.certificates.dual import RationalMatrix
 from absorb.errors import AbsorbError
 from absorb.files import write_atomic
 
@@ -81,8 +82,9 @@ def export_documents(result: dict[str, Any], W_up: Any, W_down: Any, A: Any, *,
             raise AbsorbError(f"the verdict ({verdict}) carries no dual certificate Y to write"
                               + ("; -A lies inside the zonotope, so none exists"
                                  if verdict == "not_absorbed" else ""))
-        return checker_document(W_up, W_down, A, Y=[[Fraction(q) for q in row]
-                                                    for row in dual["Y"]])
+        Y = dual["Y"]
+        return checker_document(W_up, W_down, A, Y=Y.fractions() if isinstance(
+            Y, RationalMatrix) else [[Fraction(q) for q in row] for row in Y])
     if verdict in ("absorbed", "absorbable_up_to_rounding") and result.get("S") is not None:
         return checker_document(W_up, W_down, A, S=result["S"])
     raise AbsorbError(f"the verdict ({verdict}) carries neither an index set S nor a dual "

@@ -37,9 +37,10 @@ GRAM_BLOCK_BYTES = 64 << 20
 class Relaxation:
     """r² = min_s ‖W_down diag(s) W_up + A‖_F² and its minimum-norm minimizer s.
 
-    ``rank`` is the rank of G: exact for rational input; for floats the rank of a diagonally
-    pivoted Cholesky factorization of G stopped when the largest remaining pivot falls below
-    n·ε·max_i G_ii (LAPACK ``pstrf``'s default rule). ``tolerance`` (floats only) is the
+    ``rank`` is the rank of G: exact for rational input; for floats n when G is numerically
+    positive definite (Cholesky succeeds and the estimated 1/κ₁(G) exceeds n·ε), else the rank
+    of a diagonally pivoted Cholesky factorization stopped when the largest remaining pivot
+    falls below n·ε·max_i G_ii (LAPACK ``pstrf``'s default rule). ``tolerance`` (floats only) is the
     threshold under which r² counts as zero: (d·tol·‖A‖_max)², since an S with
     ‖W_down[:,S]W_up[S,:] + A‖_max ≤ tol·‖A‖_max has Frobenius residual at most d times that.
     ``R`` is the d×d residual matrix at s (Fractions for rational input).
@@ -89,7 +90,7 @@ def relaxation_cost(d: int, n: int) -> Cost:
     twice the larger phase), and the prediction must bound the peak, not estimate it.
     Work: the two symmetric Gram products (2n²d), c and the residual matrix (2nd² + 2nd²; c is
     O(nd) for the identity skip, but the bound keeps the general case),
-    pivoted Cholesky (n³/3), or eigh (about 9n³) when rank-deficient, and the check (4nd²).
+    Cholesky (n³/3), or eigh (about 9n³) when rank-deficient, and the check (4nd²).
     """
     nn, dd = float(n), float(d)
     rank_deficient = n > d * d
@@ -138,15 +139,50 @@ def min_norm_solution(G: FloatArray, c: FloatArray, rank: int) -> FloatArray:
     return s
 
 
+def _one_norm(G: FloatArray) -> float:
+    """max_j Σ_i |G_ij|, in row blocks (no n×n temporary)."""
+    b = _block_rows(G.shape[0])
+    sums = sum(np.abs(G[i0:i0 + b]).sum(axis=0) for i0 in range(0, G.shape[0], b))
+    return float(np.max(sums))
+
+
+def _full_rank_solution(G: FloatArray, c: FloatArray) -> FloatArray | None:
+    """s with G s = −c from the unpivoted Cholesky factor, when G is numerically positive
+    definite: the factorization succeeds and LAPACK's estimate of 1/κ₁(G) exceeds n·ε. None
+    otherwise. G is overwritten either way.
+
+    Why not pivoted Cholesky first: at n = 16384 LAPACK's ``pstrf`` (a row and column swap per
+    step) runs several times slower than ``potrf``, which runs at the GEMM rate, and generic
+    layers with n ≤ d² have full rank.
+    """
+    n = G.shape[0]
+    anorm = _one_norm(G)
+    # symmetric: the transpose is the same matrix in Fortran order, factorized in place
+    L, info = sla.lapack.dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
+    if info != 0:
+        return None
+    rcond, info = sla.lapack.dpocon(L, anorm, uplo="L")
+    if info != 0 or not rcond > n * np.finfo(np.float64).eps:
+        return None
+    y = sla.solve_triangular(L, -c, lower=True, check_finite=False)
+    z: FloatArray = sla.solve_triangular(L, y, lower=True, trans="T", check_finite=False)
+    return z
+
+
 def float_relaxation(w: Weights, tol: float) -> tuple[Relaxation, FloatArray]:
     """The relaxation and c for float weights (G is factorized in place and not kept)."""
     G = gram(w.W_up, w.W_down)
     c = gram_rhs(w)
     n = w.n
     diag_max = float(np.max(np.diag(G)))
-    if diag_max == 0.0:  # every unit has a_i = 0 or b_i = 0
+    full = _full_rank_solution(G, c) if diag_max > 0.0 and n <= w.d * w.d else None
+    if full is not None:
+        rank, s = n, full
+    elif diag_max == 0.0:  # every unit has a_i = 0 or b_i = 0
         rank, s = 0, np.zeros(n)
     else:
+        if n <= w.d * w.d:  # the Cholesky attempt overwrote G
+            G = gram(w.W_up, w.W_down)
         rank_tol = n * np.finfo(np.float64).eps * diag_max
         # G is symmetric, so its transpose is the same matrix in Fortran order: pstrf then
         # factorizes in place instead of copying n² floats.
@@ -221,8 +257,9 @@ def relaxation(W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9) -> R
     """The real relaxation r² = min_s ‖W_down diag(s) W_up + A‖_F² (A = I when None).
 
     Gram form: G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), c_i = a_iᵀ A b_i, G s = −c, never forming the
-    d²×n matrix. Floats: rank-revealing pivoted Cholesky (full rank) or eigh (rank-deficient,
-    minimum-norm s), r² measured on the d×d residual, ``tolerance`` = (d·tol·‖A‖_max)².
+    d²×n matrix. Floats: Cholesky (full rank; else pivoted Cholesky reveals the rank and eigh
+    gives the minimum-norm s), r² measured on the d×d residual, ``tolerance`` =
+    (d·tol·‖A‖_max)².
     Fraction object arrays: exact rational elimination and exact ``residual_exact``.
     """
     w = prepare(W_up, W_down, A)
