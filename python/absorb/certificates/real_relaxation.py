@@ -151,9 +151,9 @@ def _full_rank_solution(G: FloatArray, c: FloatArray) -> FloatArray | None:
     definite: the factorization succeeds and LAPACK's estimate of 1/κ₁(G) exceeds n·ε. None
     otherwise. G is overwritten either way.
 
-    Why not pivoted Cholesky first: at n = 16384 LAPACK's ``pstrf`` (a row and column swap per
-    step) runs several times slower than ``potrf``, which runs at the GEMM rate, and generic
-    layers with n ≤ d² have full rank.
+    Why not pivoted Cholesky first: LAPACK's ``pstrf`` (a row and column swap per step) took
+    2.5× as long as ``potrf`` at n = 4096 and 8192 (OpenBLAS 0.3.30, 2 cores; 17 s against
+    6.7 s), and generic layers with n ≤ d² have full rank.
     """
     n = G.shape[0]
     anorm = _one_norm(G)
