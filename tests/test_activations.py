@@ -13,14 +13,15 @@ from absorb.activations import CATALOG, get_activation
 from absorb.errors import AbsorbError
 
 NAMES = ("relu", "gelu", "gelu_tanh", "silu", "relu2", "tanh", "sigmoid", "identity",
-         "swiglu", "geglu", "reglu", "glu", "softplus")
+         "swiglu", "geglu", "geglu_tanh", "reglu", "glu", "softplus")
 GRID = np.linspace(-8.0, 8.0, 2001)
 reals = st.floats(min_value=-50.0, max_value=50.0, allow_nan=False)
 
 
 def test_catalog_has_every_entry() -> None:
     assert tuple(CATALOG) == NAMES
-    assert {a.name for a in CATALOG.values() if a.gated} == {"swiglu", "geglu", "reglu", "glu"}
+    assert {a.name for a in CATALOG.values() if a.gated} == {"swiglu", "geglu", "geglu_tanh",
+                                                             "reglu", "glu"}
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
@@ -71,7 +72,7 @@ def test_degree_is_the_homogeneity_of_sigma(z: float, lam: float) -> None:
                                                  abs=1e-300)
 
 
-@pytest.mark.parametrize("name", ["swiglu", "geglu", "reglu", "glu"])
+@pytest.mark.parametrize("name", ["swiglu", "geglu", "geglu_tanh", "reglu", "glu"])
 def test_gated_entries_record_their_gate(name: str) -> None:
     act = get_activation(name)
     assert act.gate is not None

@@ -80,7 +80,7 @@ CASES = [
           ("decoder.block.{i}.layer.2.DenseReluDense.wi_1",
            "decoder.block.{i}.layer.2.DenseReluDense.wo",
            "decoder.block.{i}.layer.2.DenseReluDense.wi_0")),
-         "geglu", "impossible", biases=False,
+         "geglu_tanh", "impossible", biases=False,
          layer_labels=("encoder.0", "encoder.1", "decoder.0", "decoder.1")),
     Case("llama", {"model_type": "llama", "hidden_act": "silu", "hidden_size": D,
                    "intermediate_size": N},
@@ -92,7 +92,7 @@ CASES = [
     Case("gemma", {"model_type": "gemma", "hidden_act": "gelu",
                    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": D},
          (("model.layers.{i}.mlp.up_proj", "model.layers.{i}.mlp.down_proj",
-           "model.layers.{i}.mlp.gate_proj"),), "geglu", "impossible", biases=False),
+           "model.layers.{i}.mlp.gate_proj"),), "geglu_tanh", "impossible", biases=False),
     Case("phi", {"model_type": "phi", "hidden_act": "gelu_new", "hidden_size": D},
          (("model.layers.{i}.mlp.fc1", "model.layers.{i}.mlp.fc2", None),), "gelu_tanh",
          "not_absorbed"),
@@ -132,11 +132,17 @@ def test_architecture(case: Case, tmp_path: Path, rng: np.random.Generator) -> N
         assert_same_blocks(g, w)
 
 
-def test_gemma_gate_note(tmp_path: Path, rng: np.random.Generator) -> None:
-    case = next(c for c in CASES if c.arch == "gemma")
-    _write_case(case, tmp_path / "g", rng)
+def test_tanh_gelu_gates_are_checked_as_such(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Gemma's gelu_pytorch_tanh gate is the catalog's geglu_tanh (no stand-in, no note); T5's
+    "gated-gelu" is run by Hugging Face with gelu_new, and the output says so."""
+    gemma = next(c for c in CASES if c.arch == "gemma")
+    _write_case(gemma, tmp_path / "g", rng)
     res = inspect_checkpoint(tmp_path / "g")
-    assert "gelu_pytorch_tanh" in str(res["activation_note"])
+    assert res["activation"] == "geglu_tanh" and res["activation_note"] is None
+    t5 = next(c for c in CASES if c.arch == "t5_gated")
+    _write_case(t5, tmp_path / "t", rng)
+    res = inspect_checkpoint(tmp_path / "t")
+    assert res["activation"] == "geglu_tanh" and "gelu_new" in str(res["activation_note"])
 
 
 def test_arch_overrides_detection(tmp_path: Path, rng: np.random.Generator) -> None:
@@ -150,7 +156,7 @@ def test_arch_overrides_detection(tmp_path: Path, rng: np.random.Generator) -> N
                                           r".*geglu.*pass --arch NAME"):
         inspect_checkpoint(tmp_path / "m")
     res = inspect_checkpoint(tmp_path / "m", arch="gemma")
-    assert res["activation"] == "geglu" and "default" in str(res["activation_source"])
+    assert res["activation"] == "geglu_tanh" and "default" in str(res["activation_source"])
     assert [r["verdict"] for r in res["layers"]] == ["impossible"] * 2  # type: ignore[attr-defined]
     # naming the activation settles it too: both layouts are nn.Linear
     res = inspect_checkpoint(tmp_path / "m", activation="swiglu")

@@ -28,11 +28,9 @@ LAYER = "{i}"
 UNGATED = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh",
            "gelu_pytorch_tanh": "gelu_tanh", "silu": "silu", "swish": "silu"}
 # Hugging Face gate activation g → catalog gated entry (g(W_gate x) ⊙ W_up x).
-GATED = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "relu": "reglu",
+GATED = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_new": "geglu_tanh",
+         "gelu_fast": "geglu_tanh", "gelu_pytorch_tanh": "geglu_tanh", "relu": "reglu",
          "sigmoid": "glu"}
-# Gates the catalog holds only as a close relative: the verdict's theorem (linearization)
-# needs g(0) = 0 and g continuous, which both satisfy; the witness numbers use the relative.
-GATED_RELATIVE = {"gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu"}
 # config.json keys holding the model dimension d, and the hidden width n, in the order
 # they are looked for.
 DIM_KEYS = ("hidden_size", "n_embd", "d_model", "dim", "n_embed")
@@ -164,17 +162,14 @@ def catalog_activation(arch: Architecture, config: Mapping[str, Any] | None) -> 
             raise AbsorbError(f"config.json feed_forward_proj = {value!r} does not fit the "
                               f"{arch.name} tensor names ({'gated' if arch.gated else 'ungated'})")
         act = act.removeprefix("gated-")
-        act = "gelu_new" if gated and act == "gelu" else act
+        if gated and act == "gelu":
+            return ResolvedActivation(
+                GATED["gelu_new"], source,
+                f"config.json says {value!r}; Hugging Face's T5 runs that gate with gelu_new "
+                "(the tanh approximation of GELU), and so does the check")
     table = GATED if arch.gated else UNGATED
     if act in table:
         return ResolvedActivation(table[act], source)
-    if arch.gated and act in GATED_RELATIVE:
-        relative = GATED[GATED_RELATIVE[act]]
-        return ResolvedActivation(
-            relative, source,
-            f"the checkpoint's gate is {act} (tanh-GELU); the catalog has the gated block with "
-            f"the exact GELU gate ({relative}). The verdict's theorem (linearization: g(0) = 0, "
-            "g continuous) covers both gates; witness numbers are computed with exact GELU")
     raise AbsorbError(f"{arch.name}: activation {act!r} ({source}) is not in the catalog; "
                       "pass --activation NAME")
 
