@@ -7,6 +7,7 @@ Hugging Face safetensors files) and a real-looking config.json, d = 4 and n = 12
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -254,3 +255,32 @@ def test_partial_names_are_reported(tmp_path: Path, rng: np.random.Generator) ->
     with pytest.raises(AbsorbError, match=r"unknown layout: .*llama: layer 0: no tensor matches "
                                           r"the gate pattern 'model\.layers\.\{i\}\.mlp\.gate"):
         inspect_checkpoint(tmp_path / "p")
+
+
+def test_certificates_kept_for_json_dropped_for_text_and_counted(
+        tmp_path: Path, rng: np.random.Generator) -> None:
+    """Y stays (and is counted against the memory budget) when JSON will show it; otherwise it
+    is dropped after each layer, keeping its margin and how it was verified."""
+    from absorb.certificates import RationalMatrix
+    from absorb.cli import plain
+
+    case = CASES[0]
+    _write_case(case, tmp_path / "m", rng)
+    kept = inspect_checkpoint(tmp_path / "m")
+    dropped = inspect_checkpoint(tmp_path / "m", keep_certificates=False)
+    for a, b in zip(kept["layers"], dropped["layers"], strict=True):  # type: ignore[call-overload]
+        assert a["verdict"] == b["verdict"] == "not_absorbed"
+        assert isinstance(a["certificate"]["dual"]["Y"], RationalMatrix)
+        assert b["certificate"]["dual"]["Y"] is None
+        assert a["certificate"]["dual"]["margin"] == b["certificate"]["dual"]["margin"]
+    assert json.loads(json.dumps(plain(kept)))["layers"][0]["certificate"]["dual"]["Y"]
+    again = inspect_checkpoint(tmp_path / "m")  # same certificates: matrices compare by value
+    assert [r["certificate"] for r in kept["layers"]] == [  # type: ignore[attr-defined]
+        r["certificate"] for r in again["layers"]]  # type: ignore[attr-defined]
+    from absorb.budget import MEMORY_SHARE
+
+    need = float(str(kept["layers"][1]["cost"]["predicted_peak_bytes"]))  # type: ignore[index]
+    just_one_layer = math.ceil((need + 8) / MEMORY_SHARE)  # not the layer plus d² kept floats
+    with pytest.raises(AbsorbError, match="earlier certificates kept"):
+        inspect_checkpoint(tmp_path / "m", memory=just_one_layer)
+    inspect_checkpoint(tmp_path / "m", memory=just_one_layer, keep_certificates=False)

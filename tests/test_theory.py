@@ -309,6 +309,7 @@ def test_fast_collinearity_check_agrees_with_the_gram_matrix(seed: int, d: int, 
         monkeypatch = pytest.MonkeyPatch()
         monkeypatch.setattr(index_sets, "_MAX_PAIRS_PER_ROW", -1)
         monkeypatch.setattr(index_sets, "_PAIR_CHUNK", 7)
+        monkeypatch.setattr(index_sets, "_GRAM_BLOCK_ENTRIES", 40)
     gen = np.random.default_rng(seed)
     W = gen.standard_normal((n, d))
     i, j = gen.choice(n, size=2, replace=False)
@@ -331,3 +332,32 @@ def test_collinearity_check_at_width_finds_one_planted_pair(d: int) -> None:
     assert noncollinear_rows(W, exact=False)
     W[7] = -2.5 * W[3 * d]
     assert not noncollinear_rows(W, exact=False)
+
+
+def test_float64_near_set_when_the_search_cannot_run_is_undetermined(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """float64: an S within the tolerance counts as absorbed. When the certificate settles the
+    stored values but the search for such an S cannot run, the answer is undetermined, not
+    not_absorbed (with the search it is absorbed)."""
+    from absorb.certificates import search as certificate_search
+
+    gen = np.random.default_rng(0)
+    Wu, Wd = gen.standard_normal((6, 2)), gen.standard_normal((2, 6))
+    Wd[:, [0, 1]] = -np.linalg.inv(Wu[[0, 1]])
+    Wd[:, [0, 1]] *= 1 + 1e-12 * gen.standard_normal((2, 2))  # within tolerance, not exact
+    block = Block(get_activation("relu"), Wu, Wd)
+    assert decide(block, rng=gen, search=False)["verdict"] == "absorbed"
+    monkeypatch.setattr(certificate_search, "MILP_MAX_ENTRIES", 0)
+    monkeypatch.setattr(certificate_search, "mitm_affordable", lambda plan: "blocked (test)")
+    r = decide(block, rng=gen, search=False)
+    assert r["certificate"]["dual"] is not None  # type: ignore[index]
+    assert r["verdict"] == "undetermined" and "float64 tolerance" in str(r["reason"])
+
+
+def test_collinear_rows_of_tiny_or_huge_scale_are_seen() -> None:
+    gen = np.random.default_rng(0)
+    for scale in (1e-160, 1.0, 1e150):
+        W = gen.standard_normal((5, 3)) * scale
+        assert noncollinear_rows(W, exact=False)
+        W[4] = 3 * W[0]
+        assert not noncollinear_rows(W, exact=False), scale

@@ -106,12 +106,15 @@ def layer_pattern(text: str) -> str:
     return text
 
 
-def plain(obj: Any) -> Any:
-    """JSON-ready copy: numpy values to Python, Fractions to "p/q", non-finite floats to None."""
+def plain(obj: Any, matrix: Callable[[RationalMatrix], Any] | None = None) -> Any:
+    """JSON-ready copy: numpy values to Python, Fractions to "p/q", non-finite floats to None,
+    certificate matrices to their "p/q" strings (or to ``matrix(m)`` when given)."""
     if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
+        return {str(k): plain(v, matrix) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [plain(v) for v in obj]
+        return [plain(v, matrix) for v in obj]
+    if isinstance(obj, RationalMatrix):
+        return obj.to_json() if matrix is None else matrix(obj)
     if isinstance(obj, np.ndarray):
         return plain(obj.tolist())
     if isinstance(obj, np.generic):
@@ -136,18 +139,12 @@ def write_json(result: Any, stream: TextIO) -> None:
     # a per-call nonce: no string of the result can be mistaken for a placeholder
     tag = "absorb-matrix-" + secrets.token_hex(8)
 
-    def slot(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            return {k: slot(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [slot(v) for v in obj]
-        if isinstance(obj, RationalMatrix):
-            matrices.append(obj)
-            return f"\x00{tag}-{len(matrices) - 1}\x00"
-        return obj
+    def slot(m: RationalMatrix) -> str:
+        matrices.append(m)
+        return f"\x00{tag}-{len(matrices) - 1}\x00"
 
     placeholder = re.compile(r'"\\u0000' + tag + r'-(\d+)\\u0000"')
-    parts = placeholder.split(json.dumps(slot(plain(result)), allow_nan=False))
+    parts = placeholder.split(json.dumps(plain(result, slot), allow_nan=False))
     stream.write(parts[0])
     for index, rest in zip(parts[1::2], parts[2::2], strict=True):
         stream.write(json.dumps(matrices[int(index)].to_json()))
@@ -357,7 +354,8 @@ def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 
     res = inspect_checkpoint(args.checkpoint, arch=args.arch, up=args.up, down=args.down,
                              gate=args.gate, activation=args.activation, search=args.search,
-                             tol=args.tol, rng=np.random.default_rng(args.seed), progress=True)
+                             tol=args.tol, rng=np.random.default_rng(args.seed), progress=True,
+                             keep_certificates=bool(args.json))
     return res, text_lines(res)
 
 
@@ -586,7 +584,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_TOOL_MISSING
     except KeyboardInterrupt:
-        # Every writer replaces its target atomically, so nothing half-written is left behind;
+        # Every file writer replaces its target atomically, so no half-written file is left
+        # behind (JSON streamed to stdout may stop mid-line: invalid, never wrongly complete);
         # a second Ctrl-C while the message is printed must not bring the traceback back.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(("\n" if sys.stderr.isatty() else "") + "interrupted", file=sys.stderr)

@@ -43,7 +43,7 @@ LP_MAX_ENTRIES = 1 << 22
 LP_TIME_LIMIT = 60.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RationalMatrix:
     """A matrix of exact rationals as stored — float64 on the dyadic grid 2^-``grid`` (exact
     values), or Fractions (``grid`` None) — written as "p/q" strings only when serialized.
@@ -74,6 +74,14 @@ class RationalMatrix:
     def __iter__(self) -> Iterator[list[str]]:
         return iter(self.to_json())
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when the exact values are (whatever grid or representation holds them)."""
+        if not isinstance(other, RationalMatrix):
+            return NotImplemented
+        if self.grid is not None and other.grid is not None:  # floats: equal iff same values
+            return bool(np.array_equal(np.asarray(self.values), np.asarray(other.values)))
+        return self.fractions() == other.fractions()
+
     def __len__(self) -> int:
         return len(self.values)
 
@@ -87,11 +95,15 @@ class DualCertificate:
     source: str
     grid: int | None
 
+    def rational(self) -> RationalMatrix:
+        """Y as the exact rationals it holds."""
+        return RationalMatrix(self.Y, self.grid)
+
     def to_json(self) -> dict[str, object]:
         """The certificate's JSON; ``Y`` is a :class:`RationalMatrix` (serialized on output)."""
         exact = isinstance(self.check.margin, Fraction)
         return {
-            "Y": RationalMatrix(self.Y, self.grid),
+            "Y": self.rational(),
             "margin": str(self.check.margin) if exact else float(self.check.margin),
             "margin_float": float(self.check.margin),
             "value": float(self.check.value),

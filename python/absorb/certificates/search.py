@@ -6,12 +6,15 @@ decides it completely, in order of cost:
 1. A = 0 (S = ∅) and the rank bound rank(A) ≤ |S| ≤ n;
 2. the relaxation (:mod:`.real_relaxation`): r² > 0 proves that no S exists, and its residual
    matrix is a dual certificate, checked independently (:mod:`.verify`);
-3. when r² = 0, the separation LP (:mod:`.dual`): a certificate exists exactly when −A lies
-   outside the zonotope {Σ s_i a_i b_iᵀ : s ∈ [0,1]ⁿ};
+3. when r² = 0 (floats: r² within the tolerance), the relaxation residual where r² > 0 and the
+   separation LP (:mod:`.dual`): a certificate exists exactly when −A lies outside the zonotope
+   {Σ s_i a_i b_iᵀ : s ∈ [0,1]ⁿ}. It settles the stored weights; for floats it also rules out
+   every S within the tolerance when its margin exceeds τ‖Y‖₁;
 4. only when −A is inside the zonotope (or the certificate's margin is within the float
    tolerance): a unique real solution is checked for 0/1, else a complete search for 0/1
    points of the affine solution set on rank G independent equations — meet-in-the-middle
-   or HiGHS integer programming, chosen by the predicted memory and time (:func:`plan_search`).
+   or HiGHS integer programming, chosen by the predicted memory and time (:func:`plan_search`);
+   when neither can run, status ``limit`` (with the certificate of step 3 where there is one).
 
 Inputs are float arrays (decided with a stated tolerance) or numpy object arrays of
 `fractions.Fraction` (decided in exact rational arithmetic). No MemoryError escapes: a search
@@ -311,8 +314,11 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
 
 def _beyond_tolerance(cert: DualCertificate, tau: float) -> bool:
     """Whether the certificate also rules out every S with ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ:
-    such an S has |⟨E, Y⟩| ≤ τ‖Y‖₁, so a margin above τ‖Y‖₁ excludes it."""
-    y_l1 = float(np.sum(np.abs(np.asarray(cert.Y, dtype=np.float64))))
+    such an S has |⟨E, Y⟩| ≤ τ‖Y‖₁, so a margin above τ‖Y‖₁ excludes it. ‖Y‖₁ is a float sum
+    of m = d² terms, at most γ_m below the true one; the factor 1 + 4mu covers that and the
+    product's rounding (the margin is exact, or a proven lower bound)."""
+    Y = np.asarray(cert.Y, dtype=np.float64)
+    y_l1 = float(np.sum(np.abs(Y))) * (1.0 + 4.0 * Y.size * 2.0**-53)
     return float(cert.check.margin) > tau * y_l1
 
 
@@ -346,14 +352,14 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     # A certificate still settles the stored weights exactly (the residual when r² > 0, else
     # the separation LP), and rules out every S within τ when its margin exceeds τ·‖Y‖₁.
     cert = certify(w, residual_candidates(rel.R)) if dual and rel.residual > 0 else None
+    how = "relaxation"
     if cert is None or not _beyond_tolerance(cert, tau):
         lp_cert, note = _lp_certificate(w, dual)
         notes.append(note)
         if lp_cert is not None and (cert is None or _beyond_tolerance(lp_cert, tau)):
-            cert = lp_cert
+            cert, how = lp_cert, "dual-lp"
     if cert is not None:
         if _beyond_tolerance(cert, tau):
-            how = "dual-lp" if cert.source.startswith("separation LP") else "relaxation"
             return out("none", None, how,
                        "a dual certificate proves -A outside the zonotope, by more than any S "
                        "within tolerance could reach: no index set", cert)

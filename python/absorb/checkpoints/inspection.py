@@ -84,9 +84,13 @@ def load_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan) -> Block:
 
 def _inspect_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan, rate: float,
                    rng: np.random.Generator, search: bool, tol: float | None,
-                   memory: int | None) -> dict[str, object]:
+                   memory: int | None, kept: int) -> dict[str, object]:
+    """One layer's verdict; ``kept`` bytes of earlier layers' certificates are still held."""
     cost = layer_cost(spec, plan.activation)
-    require(cost, f"layer {spec.label} (d={spec.d}, n={spec.n})", memory=memory)
+    # held while the layer is decided: added to its peak (Cost's + is for jobs in sequence)
+    require(Cost(cost.bytes + kept, cost.flops), f"layer {spec.label} (d={spec.d}, n={spec.n})"
+            + (f", with {human_bytes(kept)} of earlier certificates kept" if kept else ""),
+            memory=memory)
     t0 = time.perf_counter()
     try:
         block = load_layer(ckpt, spec, plan)
@@ -113,6 +117,7 @@ def inspect_checkpoint(
     rng: np.random.Generator | None = None,
     progress: bool = False,
     memory: int | None = None,
+    keep_certificates: bool = True,
 ) -> dict[str, object]:
     """``decide`` for every MLP layer of the checkpoint at ``path`` (file, folder or index).
 
@@ -121,6 +126,9 @@ def inspect_checkpoint(
     one. ``search`` attaches the numerical search to ``undetermined`` layers (slow); ``tol``
     overrides the storage tolerance of ``decide`` (default: from the stored dtype).
     ``memory`` replaces the available memory (bytes) in the up-front refusal (tests).
+    ``keep_certificates=False`` drops each layer's certificate matrix Y once the layer is
+    decided (its margin and how it was verified stay): text output never shows Y, and kept
+    matrices cost d² floats per layer, which the memory check counts.
     """
     if (up is None) != (down is None) or (gate is not None and up is None):
         raise AbsorbError("give both --up and --down (and --gate for a gated activation)")
@@ -136,11 +144,20 @@ def inspect_checkpoint(
             plan = detect(ckpt, arch=arch, activation=activation)
         rate = matmul_rate()
         specs = list(plan.specs(ckpt))
-        layers = []
+        layers: list[dict[str, object]] = []
+        kept = 0
         bar = tqdm(specs, desc="layers", unit="layer", disable=not progress)
         for spec in bar:
             bar.set_postfix_str(f"{spec.label}: d={spec.d} n={spec.n}")
-            layers.append(_inspect_layer(ckpt, spec, plan, rate, rng, search, tol, memory))
+            row = _inspect_layer(ckpt, spec, plan, rate, rng, search, tol, memory, kept)
+            cert = row.get("certificate")
+            dual = cert.get("dual") if isinstance(cert, dict) else None
+            if isinstance(dual, dict) and dual.get("Y") is not None:
+                if keep_certificates:
+                    kept += FLOAT_BYTES * spec.d * spec.d
+                else:  # d² floats per layer add up over a large model's layers
+                    dual["Y"] = None
+            layers.append(row)
         files = [str(f) for f in ckpt.files]
     return {"checkpoint": str(path), "files": files, **plan.to_json(),
             "matmul_rate": rate, "note": NOTE, "layers": layers}

@@ -137,7 +137,7 @@ def dual_certificate_beyond_d_squared(rng: np.random.Generator) -> ExperimentRes
             cert = certificates.dual_certificate(W_up, W_down)
             if cert is not None:
                 certified += 1
-                Y = [[Fraction(q) for q in row] for row in cert.to_json()["Y"]]  # type: ignore[attr-defined]
+                Y = cert.rational().fractions()
                 ok = certificates.check_dual(W_up, W_down, Y, exact=True).valid
                 wrong += (not ok) or certificates.brute_force_index_set(W_up, W_down) is not None
         rows.append({"d": d, "n": n, "draws": draws, "r² counts as zero": zero / draws,
