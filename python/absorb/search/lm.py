@@ -126,14 +126,19 @@ class VarPro:
     # ----------------------------------------------------------------------------------------
     # residual and Jacobian
 
+    def _preactivation(self, p: dict[str, Array]) -> Array:
+        """Z = X V_upᵀ (+ c_up)."""
+        Z: Array = self.X @ p["V_up"].T
+        if self.up_bias:
+            Z += p["c_up"]
+        return Z
+
     def state(self, theta: Array) -> _State:
         st = self._state
         if st is not None and np.array_equal(st.theta, theta):
             return st
         p = self.split(theta)
-        Z = self.X @ p["V_up"].T
-        if self.up_bias:
-            Z += p["c_up"]
+        Z = self._preactivation(p)
         H, D = np.empty_like(Z), np.empty_like(Z)
         Gv = None
         if self.gated:
@@ -277,10 +282,7 @@ class VarPro:
         of Hs replaces column i, and each of the w least-squares problems is solved from its
         Gram matrix (a batched (k×k) solve). Normal equations are accurate enough to *rank* the
         moves; the chosen move is re-evaluated exactly."""
-        p = self.split(theta)
-        Z = self.X @ p["V_up"].T
-        if self.up_bias:
-            Z += p["c_up"]
+        Z = self._preactivation(self.split(theta))
         H, D = np.empty_like(Z), np.empty_like(Z)
         self.unit(Z, H, D)
         Hf = np.empty_like(Z)

@@ -7,45 +7,22 @@ computation here is exact for the stored numbers.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from absorb.blocks import Block, ObjectArray
+from absorb.certificates._inputs import as_fractions
+from absorb.certificates._inputs import exact_identity as identity
+from absorb.certificates._inputs import exact_rank as rank
+from absorb.certificates._inputs import rref as _rref
+
+__all__ = ["as_fractions", "det", "exact_weights", "identity", "inverse", "null_space", "rank",
+           "rref"]
 
 
 def rref(M: ObjectArray) -> tuple[list[list[Fraction]], list[int]]:
-    """Reduced row echelon form of M over ℚ and its pivot columns (Gauss–Jordan)."""
-    R = [list(row) for row in M]
-    pivots: list[int] = []
-    for col in range(M.shape[1]):
-        r = len(pivots)
-        piv = next((i for i in range(r, len(R)) if R[i][col] != 0), None)
-        if piv is None:
-            continue
-        R[r], R[piv] = R[piv], R[r]
-        R[r] = [v / R[r][col] for v in R[r]]
-        for i in range(len(R)):
-            if i != r and R[i][col] != 0:
-                f = R[i][col]
-                R[i] = [a - f * b for a, b in zip(R[i], R[r], strict=True)]
-        pivots.append(col)
-    return R, pivots
-
-
-def as_fractions(a: Any) -> ObjectArray:
-    """The exact rational values of an array of floats, integers or Fractions."""
-    arr = np.asarray(a)
-    flat = [v if isinstance(v, Fraction) else Fraction(v) for v in arr.ravel().tolist()]
-    return np.array(flat, dtype=object).reshape(arr.shape)
-
-
-def identity(d: int) -> ObjectArray:
-    """The d×d identity over ℚ."""
-    eye: ObjectArray = np.full((d, d), Fraction(0), dtype=object)
-    for i in range(d):
-        eye[i, i] = Fraction(1)
-    return eye
+    """Reduced row echelon form of M over ℚ and its pivot columns (Gauss–Jordan, on a copy)."""
+    return _rref([list(row) for row in M])
 
 
 def exact_weights(block: Block) -> tuple[ObjectArray, ObjectArray, ObjectArray]:
@@ -98,8 +75,3 @@ def null_space(M: ObjectArray) -> ObjectArray:
         for r, p in enumerate(pivots):
             basis[p, k] = -R[r][f]
     return basis
-
-
-def rank(M: ObjectArray) -> int:
-    """The rank of M over ℚ."""
-    return len(rref(M)[1])
