@@ -381,3 +381,12 @@ def test_cli_search_width_control_bounds_and_budget() -> None:
     assert deg.code == 0, deg.err
     assert "lower bound (degree" in deg.out and "stopped by time budget" in deg.out
     assert "NOT independent" in deg.out
+
+
+def test_adam_is_not_refused_by_the_lm_engines_size_check() -> None:
+    """The LM engine's normal equations are sized only when LM runs (d = 64, n = 256 would need
+    6 GiB of them at 64 samples per scale; Adam needs a fraction of that)."""
+    block = random_block(get_activation("relu"), 64, 256, np.random.default_rng(0))
+    res = fit_residual_free(block, width=256, rng=np.random.default_rng(0), engine="adam",
+                            samples=64, steps=3, restarts=1)
+    assert res.engine == "adam" and all(np.isfinite(v) for v in res.relative_error.values())

@@ -26,7 +26,6 @@ import numpy as np
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
 from absorb.budget import Cost, require, search_cost
-from absorb.certificates import RationalMatrix
 from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
 from absorb.errors import (
     EXIT_BAD_INPUT,
@@ -38,6 +37,7 @@ from absorb.errors import (
     ToolMissing,
 )
 from absorb.project import lean_root
+from absorb.rationals import RationalMatrix
 from absorb.weights import CheckerKeys
 
 # Random blocks above this many weights (d·n) are refused: beyond it `check` stops being quick.

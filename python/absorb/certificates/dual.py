@@ -18,7 +18,7 @@ the first that passes is the certificate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -31,6 +31,7 @@ from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates._inputs import FloatArray, Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
+from absorb.rationals import RationalMatrix
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "RationalMatrix", "certify",
            "dual_certificate", "lp_cost", "lp_separator"]
@@ -41,49 +42,6 @@ GRIDS = (20, 30, 40, 52)
 LP_MAX_ENTRIES = 1 << 22
 #: HiGHS wall-clock budget (seconds) of the separation LP.
 LP_TIME_LIMIT = 60.0
-
-
-@dataclass(frozen=True, eq=False)
-class RationalMatrix:
-    """A matrix of exact rationals as stored — float64 on the dyadic grid 2^-``grid`` (exact
-    values), or Fractions (``grid`` None) — written as "p/q" strings only when serialized.
-
-    Why lazy: d² Python strings cost about a microsecond each (17 s and some 2 GB at
-    d = 4096), which text output never needs and JSON output needs one layer at a time.
-    Iterating yields the rows of strings, so a JSON reader's code works on it unchanged.
-    """
-
-    values: Any
-    grid: int | None
-
-    def to_json(self) -> list[list[str]]:
-        """The entries as exact "p/q" strings (vectorized on the grid: m / 2^grid reduced)."""
-        if self.grid is None:
-            return [[str(Fraction(v)) for v in row] for row in self.values]
-        m = np.rint(np.asarray(self.values) * 2.0**self.grid).astype(np.int64)
-        den = np.int64(1) << np.int64(self.grid)
-        g = np.gcd(m, den)
-        num, q = m // g, den // g
-        return [[f"{a}/{b}" if b != 1 else str(a) for a, b in zip(r1, r2, strict=True)]
-                for r1, r2 in zip(num.tolist(), q.tolist(), strict=True)]
-
-    def fractions(self) -> list[list[Fraction]]:
-        """The entries as Fractions (a float64 is a dyadic rational: exact)."""
-        return [[Fraction(v) for v in row] for row in np.asarray(self.values).tolist()]
-
-    def __iter__(self) -> Iterator[list[str]]:
-        return iter(self.to_json())
-
-    def __eq__(self, other: object) -> bool:
-        """Equal when the exact values are (whatever grid or representation holds them)."""
-        if not isinstance(other, RationalMatrix):
-            return NotImplemented
-        if self.grid is not None and other.grid is not None:  # floats: equal iff same values
-            return bool(np.array_equal(np.asarray(self.values), np.asarray(other.values)))
-        return self.fractions() == other.fractions()
-
-    def __len__(self) -> int:
-        return len(self.values)
 
 
 @dataclass(frozen=True)

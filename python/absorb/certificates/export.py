@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from absorb.certificates.dual import RationalMatrix
 from absorb.errors import AbsorbError
 from absorb.files import write_atomic
+from absorb.rationals import RationalMatrix
 
 __all__ = ["FORMAT", "checker_document", "ensure_writable", "export_documents", "write_new_file"]
 

@@ -92,15 +92,18 @@ def prediction(block: Block, width: int) -> dict[str, object]:
         return {"expect": "zero", "theorem": "index_set_sufficient", "r2": r2,
                 "text": f"same width, an index set exists (|S| = {len(found.S or ())}, found by "
                         "the exact search): expect ≈ 0"}
-    if found.status == "none" and act.name in ("relu", "gelu"):
-        from absorb.theory import necessary_hypotheses
+    if found.status == "none":
+        # the same hypotheses and chain as `check` (bias_blowup where σ is ReLU at infinity)
+        from absorb.theory import necessary_hypotheses, theorem_chain
 
         how = (f"certified by the relaxation, r² = {r2:.3g} > 0" if r2 > 0
                else "by the exact search")
         unmet = necessary_hypotheses(block)
         if not unmet:
+            chain = " + ".join(theorem_chain(block))
             return {"expect": "floor", "theorem": "index_set_necessary", "r2": r2,
-                    "text": f"same width, no index set ({how}): not absorbable; expect a floor"}
+                    "text": f"same width, no index set ({how}): not absorbable ({chain}); "
+                            "expect a floor"}
         return {"expect": "unknown", "r2": r2,
                 "text": f"same width, no index set ({how}), but index_set_necessary does not "
                         f"apply ({'; '.join(unmet)}); no prediction"}

@@ -29,6 +29,7 @@ bounds of :mod:`absorb.search.bounds`; a fit below a bound is flagged as a contr
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -198,11 +199,21 @@ class _Engine:
         self.unit = unit_function(target)
         self.dtype, self.reflect, self.lr, self.project = dtype, reflect, lr, project
         self.deadline = math.inf
-        self.vp, self.vp_aux = (
-            VarPro(self.unit, X, T, np.sqrt(omega), width=width, gated=target.W_gate is not None,
-                   up_bias=target.b_up is not None, down_bias=target.b_down is not None,
-                   aux_linear=aux)
-            for aux in (False, True))
+
+    def _varpro(self, aux: bool) -> VarPro:
+        t = self.target
+        return VarPro(self.unit, self.X, self.T, np.sqrt(self.omega), width=self.width,
+                      gated=t.W_gate is not None, up_bias=t.b_up is not None,
+                      down_bias=t.b_down is not None, aux_linear=aux)
+
+    # built on first use: only the LM engine needs them (and their size check)
+    @functools.cached_property
+    def vp(self) -> VarPro:
+        return self._varpro(False)
+
+    @functools.cached_property
+    def vp_aux(self) -> VarPro:
+        return self._varpro(True)
 
     def lm(self, p: dict[str, Array], polish: bool = False) -> tuple[dict[str, Array], float]:
         vp = self.vp
