@@ -27,14 +27,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates._inputs import FloatArray, Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
 from absorb.rationals import RationalMatrix
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "RationalMatrix", "certify",
-           "dual_certificate", "lp_cost", "lp_separator"]
+           "dual_certificate", "lp_separator"]
 
 #: Dyadic grids 2⁻ᵏ tried in turn for the rounded certificate (coarse first: short rationals).
 GRIDS = (20, 30, 40, 52)
@@ -71,12 +70,6 @@ class DualCertificate:
             "grid": None if self.grid is None else f"2^-{self.grid}",
             "verified": self.check.how,
         }
-
-
-def lp_cost(d: int, n: int) -> Cost:
-    """Dense constraint matrix n×d² (and HiGHS's copies of it); simplex work ~ (n + d²)²·n."""
-    entries = float(n) * d * d
-    return Cost(4.0 * FLOAT_BYTES * entries, float(n + d * d) ** 2 * n)
 
 
 def lp_separator(w: Weights) -> tuple[FloatArray | None, float]:

@@ -159,8 +159,7 @@ def index_set_residual(W_up: Any, W_down: Any, S: Sequence[int], A: Any = None) 
 
 
 def plan_search(n: int, equations: int, *, entries: Literal["int64", "object"] = "int64",
-                method: Method = "auto", max_enumeration: int | None = None,
-                memory: int | None = None) -> SearchPlan:
+                method: Method = "auto", max_enumeration: int | None = None) -> SearchPlan:
     """Predict meet-in-the-middle's memory and time and choose it or HiGHS ``milp``.
 
     Meet-in-the-middle stores the 2^⌊n/2⌋ + 2^⌈n/2⌉ subset sums of both halves, each an

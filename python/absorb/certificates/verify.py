@@ -184,12 +184,12 @@ def check_index_set(W_up: Any, W_down: Any, S: Any, A: Any = None) -> bool:
     n = np.shape(W_up)[0]
     if len(set(idx)) != len(idx) or any(not 0 <= i < n for i in idx):
         raise ValueError(f"S must hold distinct indices in [0, {n})")
-    Wu, Wd = parse_matrix(W_up), parse_matrix(W_down)
     A_q = parse_matrix(np.eye(d, dtype=int) if A is None else A)
     if not idx:
         return bool(np.all(A_q == 0))
-    Nu, Du = _integers(Wu[idx, :])
-    Nd, Dd = _integers(Wd[:, idx])
+    # only the rows and columns of S enter: parse those, not the whole n×d matrices
+    Nu, Du = _integers(parse_matrix(np.asarray(W_up)[idx, :]))
+    Nd, Dd = _integers(parse_matrix(np.asarray(W_down)[:, idx]))
     Na, Da = _integers(A_q)
     # Nd Nu / (Dd Du) = −Na / Da  ⟺  Da·(Nd Nu) = −(Dd Du)·Na
     return bool(np.all(Da * (Nd @ Nu) == -(Dd * Du) * Na))

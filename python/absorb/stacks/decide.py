@@ -16,6 +16,7 @@ Question: does some residual-free stack H = h_L ∘ … ∘ h_1 of the same kind
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -33,9 +34,8 @@ from absorb.stacks.cone import (
 )
 from absorb.stacks.exact import exact_weights
 from absorb.stacks.narrow import check_determinants
+from absorb.theory.common import verify_functions
 
-VERIFY_SCALES = (1e-2, 1.0, 1e2)
-VERIFY_POINTS = 256
 LIMIT_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 #: The exact evaluation of R and H over ℚ at test points is skipped above this many weights.
 MAX_EXACT_CHECK_WEIGHTS = 20000
@@ -43,21 +43,6 @@ MAX_EXACT_CHECK_WEIGHTS = 20000
 
 def _theorem(tid: str | None) -> dict[str, object]:
     return {"theorem": tid, "lean": [] if tid is None else list(get_theorem(tid).lean)}
-
-
-def verify_stack(blocks: Sequence[Block], H: Sequence[Block], rng: np.random.Generator
-                 ) -> dict[str, object]:
-    """max |H(X) − R(X)| (absolute, and relative to max |R(X)|) on Gaussian X at each scale."""
-    rows = []
-    for scale in VERIFY_SCALES:
-        X = scale * rng.standard_normal((VERIFY_POINTS, blocks[0].d))
-        RX = stack_forward(blocks, X)
-        err = float(np.max(np.abs(stack_forward(H, X) - RX)))
-        rows.append({"scale": scale, "max_abs_error": err,
-                     "relative_error": err / max(float(np.max(np.abs(RX))), 1e-300)})
-    return {"max_abs_error": max(float(r["max_abs_error"]) for r in rows),
-            "max_relative_error": max(float(r["relative_error"]) for r in rows),
-            "errors_by_scale": rows, "points_per_scale": VERIFY_POINTS}
 
 
 def _limit_witness(blocks: Sequence[Block], rng: np.random.Generator) -> dict[str, object]:
@@ -123,7 +108,8 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], base: dict[str
                                for m in matches)),
         "layers": details,
         "absorbing_stack": [_weights_json(m, base["exact"]) for m in matches],
-        **verify_stack(blocks, H, rng)}
+        **verify_functions(partial(stack_forward, blocks), partial(stack_forward, H),
+                           blocks[0].d, rng)}
     small = sum(b.W_up.size + b.W_down.size for b in blocks) <= MAX_EXACT_CHECK_WEIGHTS
     if small and not any(b.has_biases for b in blocks) and blocks[0].activation.name == "relu":
         U0 = exact_weights(blocks[0])[0]

@@ -161,7 +161,8 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
     T = stack_forward(target, X)
     norms = np.repeat([np.sqrt(np.mean(T[i * samples:(i + 1) * samples] ** 2)) + 1e-300
                        for i in range(len(FIT_SCALES))], samples)[:, None]
-    held = [(s, s * rng.standard_normal((samples, d))) for s in FIT_SCALES]
+    held = [(s, Xs, stack_forward(target, Xs))
+            for s, Xs in ((s, s * rng.standard_normal((samples, d))) for s in FIT_SCALES)]
 
     def residual(theta: Array) -> Array:
         out = stack_forward(unflatten(theta, target, False), X)
@@ -188,9 +189,9 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
         for _, theta0 in starts:
             H = unflatten(marquardt(cost, normal_equations, theta0, steps), target, False)
             per_restart.append({
-                s: float(np.max(np.abs(stack_forward(H, Xs) - stack_forward(target, Xs)))
-                         / max(float(np.max(np.abs(stack_forward(target, Xs)))), 1e-300))
-                for s, Xs in held})
+                s: float(np.max(np.abs(stack_forward(H, Xs) - TXs)))
+                / max(float(np.max(np.abs(TXs))), 1e-300)
+                for s, Xs, TXs in held})
     best = {s: min(r[s] for r in per_restart) for s in FIT_SCALES}
     return StackFit(tuple(b.n for b in target), len(starts), best, per_restart,
                     tuple(k for k, _ in starts))

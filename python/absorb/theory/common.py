@@ -3,12 +3,12 @@ weights as JSON, search evidence, the stored (exact) weights."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from absorb.blocks import Block
+from absorb.blocks import Array, Block
 from absorb.certificates import as_fractions
 from absorb.errors import AbsorbError
 from absorb.manifest import get_theorem
@@ -63,10 +63,16 @@ def absorbing_block(block: Block, S: Sequence[int]) -> Block:
 
 def verify_construction(block: Block, h: Block, rng: np.random.Generator) -> dict[str, object]:
     """max |h(X) − f(X)| (absolute and relative to max |f(X)|) on Gaussian X at each scale."""
+    return verify_functions(block, h, block.d, rng)
+
+
+def verify_functions(f: Callable[[Array], Array], h: Callable[[Array], Array], d: int,
+                     rng: np.random.Generator) -> dict[str, object]:
+    """:func:`verify_construction` for any maps of ℝ^d (batches as rows), e.g. stacks."""
     rows = []
     for scale in VERIFY_SCALES:
-        X = scale * rng.standard_normal((VERIFY_POINTS, block.d))
-        fX = block(X)
+        X = scale * rng.standard_normal((VERIFY_POINTS, d))
+        fX = f(X)
         err = float(np.max(np.abs(h(X) - fX)))
         rows.append({"scale": scale, "max_abs_error": err,
                      "relative_error": err / max(float(np.max(np.abs(fX))), np.finfo(float).tiny)})

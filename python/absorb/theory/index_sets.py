@@ -207,7 +207,8 @@ def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]
 
 
 def _absorbed(block: Block, S: list[int], result: certificates.IndexSetSearch,
-              rng: np.random.Generator, base: dict[str, object]) -> dict[str, object]:
+              rng: np.random.Generator, base: dict[str, object],
+              condition_exact: bool) -> dict[str, object]:
     h = absorbing_block(block, S)
     ex = block.exact
     out = {**base, "verdict": "absorbed", **chain_fields(["index_set_sufficient"]),
@@ -215,9 +216,8 @@ def _absorbed(block: Block, S: list[int], result: certificates.IndexSetSearch,
                      "the sign-flip construction absorbs the skip",
            "S": S, "absorbing_block": (exact_absorbing_weights(block, S) if ex is not None
                                        else weights_json(h)),
-           **verify_construction(block, h, rng), "index_set_search": result.to_json()}
-    W_up, W_down, A = stored_weights(block)
-    out["condition_exact"] = check_index_set(W_up, W_down, S, A)
+           **verify_construction(block, h, rng), "index_set_search": result.to_json(),
+           "condition_exact": condition_exact}
     return out
 
 
@@ -287,7 +287,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
         if check_index_set(W_up, W_down, S0, A):
             pre = certificates.find_index_set(W_up, W_down, A, dual=False,
                                               tol=store.search_tol or FLOAT64_TOL)
-            out = _absorbed(block, S0, pre, rng, base)
+            out = _absorbed(block, S0, pre, rng, base, condition_exact=True)
             out["reason"] = "the given index set S meets the condition exactly; " + str(
                 out["reason"])
             return out
@@ -303,7 +303,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
         resid = certificates.index_set_residual(W_up, W_down, S, A)
         a_max = float(np.max(np.abs(block.skip_matrix())))
         if exact_ok or (store.dtype == "float64" and resid <= store.tol * a_max):
-            return _absorbed(block, S, result, rng, base)
+            return _absorbed(block, S, result, rng, base, condition_exact=exact_ok)
         return _up_to_rounding(block, S, result, rng, base, store)
     cert = _certificate(result, A_norm)
     if result.status == "limit" and result.dual is not None and store.dtype == "float64":
