@@ -167,6 +167,12 @@ class Storage:
     tol: float
     search_tol: float | None
 
+    @property
+    def near_is_exact(self) -> bool:
+        """Whether an S within the tolerance counts as exact (float64: the tolerance is the
+        arithmetic's, not the storage's), rather than as absorbable up to rounding."""
+        return self.dtype == "float64"
+
     def to_json(self) -> dict[str, object]:
         return {"dtype": self.dtype, "unit_roundoff": self.unit_roundoff, "tol": self.tol,
                 "search_tol": self.search_tol}
@@ -302,13 +308,12 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
         exact_ok = check_index_set(W_up, W_down, S, A)
         resid = certificates.index_set_residual(W_up, W_down, S, A)
         a_max = float(np.max(np.abs(block.skip_matrix())))
-        if exact_ok or (store.dtype == "float64" and resid <= store.tol * a_max):
+        if exact_ok or (store.near_is_exact and resid <= store.tol * a_max):
             return _absorbed(block, S, result, rng, base, condition_exact=exact_ok)
         return _up_to_rounding(block, S, result, rng, base, store)
     cert = _certificate(result, A_norm)
-    if result.status == "limit" and result.dual is not None and store.dtype == "float64":
-        # for float64 an S within the tolerance counts as absorbed (the tolerance is the
-        # arithmetic's, not the storage's), and that was not excluded
+    if result.status == "limit" and result.dual is not None and store.near_is_exact:
+        # an S within the tolerance would count as absorbed, and it was not excluded
         return {**base, "verdict": "undetermined", **chain_fields([]),
                 "reason": "the stored weights admit no exact index set (dual certificate), but "
                           "an S within the float64 tolerance, which would count as absorbed, "
