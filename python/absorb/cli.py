@@ -328,9 +328,6 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.stacks import commands as stack_commands
 
     if args.weights is not None and stack_commands.is_stack_file(args.weights):
-        # stack fits keep their own defaults
-        args.steps = 1500 if args.steps is None else args.steps
-        args.samples = 2048 if args.samples is None else args.samples
         return stack_commands.run_search(args)
     from absorb.search import explain_lines, resolve_settings, run_search
 
@@ -487,10 +484,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="independent random initialisations; the best one is reported")
     p.add_argument("--steps", type=_positive(int), default=None,
                    help="LM iterations per stage (default 200) or Adam steps (default 1500) "
-                        "per restart")
+                        "per restart; for a stack, LM steps per restart (default 200)")
     p.add_argument("--samples", type=_positive(int), default=None,
                    help="training inputs per input scale (default: 8 per unit, 64 to 512, for "
-                        "lm; 2048 for adam); as many held-out pairs (x, 2x)")
+                        "lm; 2048 for adam; 128 for a stack); as many held-out pairs (x, 2x)")
     p.add_argument("--engine", choices=("lm", "adam"), default="lm",
                    help="lm: variable projection + Levenberg-Marquardt (default); adam")
     p.add_argument("--time-budget", type=_positive(float), default=None, metavar="SECONDS",

@@ -12,7 +12,7 @@ from absorb.blocks import Block
 from absorb.errors import AbsorbError
 from absorb.stacks.decide import decide_stack
 from absorb.stacks.files import is_stack_file, load_stack
-from absorb.stacks.fit import fit_stack
+from absorb.stacks.fit import STACK_SAMPLES, STACK_STEPS, fit_stack
 
 __all__ = ["is_stack_file", "run_check", "run_search", "text_lines"]
 
@@ -77,14 +77,16 @@ def run_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
         raise AbsorbError("--width-factor is for single blocks; a stack is fitted with its "
                           "own widths")
     blocks = _stack(args)
+    steps = STACK_STEPS if args.steps is None else args.steps
+    samples = STACK_SAMPLES if args.samples is None else args.samples
     res = fit_stack(blocks, rng=np.random.default_rng(args.seed), restarts=args.restarts,
-                    samples=args.samples, steps=args.steps,
+                    samples=samples, steps=steps,
                     init_from_target=args.init_from_target).to_json()
     out = {"stack": True, "activation": blocks[0].activation.name, "d": blocks[0].d,
            "depth": len(blocks), **res}
     return out, [f"{out['activation']} stack d={out['d']}, depth {len(blocks)}, widths "
                  f"{res['widths']}; residual-free stack fits, {args.restarts} restarts x at most "
-                 f"{args.steps} least-squares evaluations",
+                 f"{steps} Levenberg-Marquardt steps, {samples} samples per scale",
                  "best held-out relative error per input scale: "
                  + _errors(res["relative_error"]),  # type: ignore[arg-type]
                  *(["restart 0 started from the target's own weights (--init-from-target): "

@@ -24,6 +24,9 @@ from absorb.errors import AbsorbError
 from absorb.marquardt import marquardt
 
 FIT_SCALES = (1e-2, 1.0, 1e2)
+#: Defaults of a stack fit: training inputs per scale, and Levenberg–Marquardt steps.
+STACK_SAMPLES = 128
+STACK_STEPS = 200
 
 _SQRT2PI = np.sqrt(2.0 * np.pi)
 _C = np.sqrt(2.0 / np.pi)
@@ -142,7 +145,7 @@ def fit_cost(target: Sequence[Block], *, restarts: int, samples: int, steps: int
 
 
 def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: int = 3,
-              samples: int = 128, steps: int = 200,
+              samples: int = STACK_SAMPLES, steps: int = STACK_STEPS,
               init_from_target: bool = False,
               extra_starts: Sequence[tuple[str, Array]] = ()) -> StackFit:
     """Fit residual-free stacks of ``target``'s widths to it from random starts at fan-in scale;
