@@ -346,14 +346,46 @@ def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     return out, explain_lines(out)
 
 
-def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.checkpoints import inspect_checkpoint, text_lines
+class _JsonLines(argparse.Action):
+    """``--jsonl``: JSON on stdout (``--json``), one line per layer as it is decided."""
 
-    res = inspect_checkpoint(args.checkpoint, arch=args.arch, up=args.up, down=args.down,
-                             gate=args.gate, activation=args.activation, search=args.search,
-                             tol=args.tol, rng=np.random.default_rng(args.seed), progress=True,
-                             keep_certificates=bool(args.json))
-    return res, text_lines(res)
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        namespace.json = namespace.jsonl = True
+
+
+def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    import io
+
+    from absorb.checkpoints import inspect_checkpoint, text_lines
+    from absorb.checkpoints.inspection import summary_rows
+    from absorb.scan.summary import check_out, prepare_out, write_outputs
+
+    out = None if args.out is None else check_out(args.out)
+    cache = args.cache_dir if args.cache_dir is not None else (
+        None if out is None else out / "cache")
+
+    def stream(row: dict[str, object]) -> None:
+        write_json(row, sys.stdout)
+        sys.stdout.flush()
+
+    res = inspect_checkpoint(
+        args.checkpoint, arch=args.arch, up=args.up, down=args.down, gate=args.gate,
+        activation=args.activation, search=args.search, tol=args.tol, seed=args.seed,
+        progress=True, keep_certificates=out is not None or (args.json and not args.jsonl),
+        workers=args.workers, scheduler=args.scheduler, cache_dir=cache, device=args.device,
+        on_layer=stream if args.jsonl else None,
+        prepare=None if out is None or args.cache_dir is not None else
+        lambda: prepare_out(out))
+    if out is not None:
+        prepare_out(out)
+        buf = io.StringIO()
+        write_json(res, buf)
+        res["written"] = write_outputs(out, res, buf.getvalue(), summary_rows)
+    lines = text_lines(res) + [f"written: {f}" for f in cast(list[str], res.get("written", []))]
+    if args.jsonl:  # the layers are on the lines before: the last line is the rest
+        res = {k: v for k, v in res.items() if k != "layers"}
+    return res, lines
 
 
 def _finding(f: dict[str, Any]) -> str:
@@ -518,6 +550,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the numerical search on undetermined layers (slow)")
     p.add_argument("--seed", type=seed_type, default=0,
                    help="random seed, a non-negative integer (same seed, same output)")
+    p.add_argument("--workers", type=_positive(int), default=1,
+                   help="layers decided at a time by local processes (each gets cores/N BLAS "
+                        "threads); the plan refuses a number that would not fit in memory")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run each layer as a task on a Dask distributed cluster, e.g. "
+                        "tcp://host:8786 (extra absorb[scan]); workers read the weights from "
+                        "the path or their Hub cache (default: local)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="scan folder: inspect.json, summary.html and summary.png (table and "
+                        "figure of every layer), and cache/ (per-layer results: a rerun with "
+                        "the same DIR resumes) (default: nothing written)")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                   help="per-layer result cache, keyed by tensor content, options and version "
+                        "(default: DIR/cache with --out, else none)")
+    p.add_argument("--jsonl", action=_JsonLines, nargs=0,
+                   help="JSON lines on stdout: one per layer as it is decided, then the rest "
+                        "of the --json object")
+    p.add_argument("--device", default="cpu",
+                   help="where the certificate's dense phases run: cpu (numpy), cpu-torch "
+                        "(torch on the CPU) or cuda (torch on a GPU); torch needs the extra "
+                        "absorb[torch]")
+    p.set_defaults(jsonl=False)
     p = command("audit", cmd_audit, "static audit of the Lean library (no toolchain needed)")
     p.add_argument("--root", help="repository root (default: found from the CWD)")
     p = command("verify", cmd_verify, "build the Lean library and audit its axioms (needs lake)")

@@ -1,30 +1,31 @@
-"""The inspection loop: ``decide`` on every MLP layer of a checkpoint, one layer at a time.
+"""Inspection: ``decide`` on every MLP layer of a checkpoint, and its text output.
 
 Before a layer is read, its peak memory and work are predicted from (d, n) alone — the
 float relaxation's cost (``certificates.relaxation_cost``) for ungated odd-part-linear
 blocks, the weights and one spectral-norm SVD per matrix for the others — and a layer that
 would not fit in the available memory is refused with the memory it needs. The time is
-predicted from the machine's float64 matmul rate, measured once per run.
+predicted from the machine's float64 matmul rate, measured once per run. The layers run
+through :mod:`absorb.scan` (serially, on local processes or on Dask, with a result cache).
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from absorb.activations import Activation
 from absorb.blocks import Block
-from absorb.budget import FLOAT_BYTES, Cost, human_bytes, human_seconds, require
+from absorb.budget import FLOAT_BYTES, Cost, human_bytes, human_seconds
 from absorb.certificates import relaxation_cost
+from absorb.checkpoints.architectures import Layout
 from absorb.checkpoints.detection import LayerSpec, Plan, detect, explicit_plan
 from absorb.checkpoints.reading import DTYPE_BYTES, Checkpoint
 from absorb.errors import AbsorbError
-from absorb.theory import decide
 
 NOTE = ("each verdict concerns the abstract block x + MLP(x) with the stored MLP weights "
         "(as in the paper); the real layers also hold a LayerNorm (and attention) that the "
@@ -67,41 +68,38 @@ def layer_cost(spec: LayerSpec, activation: Activation) -> Cost:
     return read + svd
 
 
-def load_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan) -> Block:
-    """The layer's Block (float64, nn.Linear orientation; Conv1D weights transposed)."""
+def load_block(ckpt: Checkpoint, keys: Mapping[str, str], layout: Layout,
+               activation: Activation) -> Block:
+    """The Block of one layer's tensors (``keys``: role → tensor name, biases where present),
+    float64 in the nn.Linear orientation (Conv1D weights transposed)."""
     def weight(role: str) -> Any:
-        w = ckpt.tensor(spec.keys[role])
-        return np.ascontiguousarray(w.T) if plan.layout == "conv1d" else w
+        w = ckpt.tensor(keys[role])
+        return np.ascontiguousarray(w.T) if layout == "conv1d" else w
 
     def bias(role: str) -> Any:
-        key = spec.keys.get(f"{role}_bias")
+        key = keys.get(f"{role}_bias")
         return None if key is None else ckpt.tensor(key)
 
-    gate = weight("gate") if "gate" in spec.keys else None
-    return Block(plan.activation, weight("up"), weight("down"), gate,
+    gate = weight("gate") if "gate" in keys else None
+    return Block(activation, weight("up"), weight("down"), gate,
                  b_up=bias("up"), b_down=bias("down"))
 
 
-def _inspect_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan, rate: float,
-                   rng: np.random.Generator, search: bool, tol: float | None,
-                   memory: int | None, kept: int) -> dict[str, object]:
-    """One layer's verdict; ``kept`` bytes of earlier layers' certificates are still held."""
-    cost = layer_cost(spec, plan.activation)
-    # held while the layer is decided: added to its peak (Cost's + is for jobs in sequence)
-    require(Cost(cost.bytes + kept, cost.flops), f"layer {spec.label} (d={spec.d}, n={spec.n})"
-            + (f", with {human_bytes(kept)} of earlier certificates kept" if kept else ""),
-            memory=memory)
-    t0 = time.perf_counter()
-    try:
-        block = load_layer(ckpt, spec, plan)
-    except AbsorbError as exc:
-        raise AbsorbError(f"layer {spec.label}: {exc}") from None
-    verdict = decide(block, rng=rng, search=search, tol=tol)
-    seconds = time.perf_counter() - t0
+def load_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan) -> Block:
+    """The layer's Block as ``inspect`` decides it."""
+    return load_block(ckpt, spec.keys, plan.layout, plan.activation)
+
+
+def layer_row(spec: LayerSpec, verdict: Mapping[str, object], cost: Cost, rate: float,
+              seconds: float, cached: bool) -> dict[str, object]:
+    """One layer's entry of ``layers``: where it is, its ``check`` object, predicted and
+    measured cost (``cached``: the result came from the scan's cache, ``seconds`` being the
+    time it took when it was computed)."""
     return {"layer": spec.layer, "stack": spec.stack, "label": spec.label, "keys": spec.keys,
             "dtype": spec.dtype, **verdict,
             "cost": {"predicted_peak_bytes": cost.bytes, "predicted_flops": cost.flops,
-                     "predicted_seconds": cost.flops / rate, "seconds": seconds}}
+                     "predicted_seconds": cost.flops / rate, "seconds": seconds,
+                     "cached": cached}}
 
 
 def inspect_checkpoint(
@@ -114,53 +112,61 @@ def inspect_checkpoint(
     activation: str | None = None,
     search: bool = False,
     tol: float | None = None,
-    rng: np.random.Generator | None = None,
+    seed: int = 0,
     progress: bool = False,
     memory: int | None = None,
     keep_certificates: bool = True,
+    workers: int = 1,
+    scheduler: str | None = None,
+    cache_dir: str | Path | None = None,
+    device: str = "cpu",
+    on_layer: Callable[[dict[str, object]], None] | None = None,
+    prepare: Callable[[], None] | None = None,
 ) -> dict[str, object]:
-    """``decide`` for every MLP layer of the checkpoint at ``path`` (file, folder or index).
+    """``decide`` for every MLP layer of the checkpoint at ``path`` (a file, a folder, an
+    index, or a Hugging Face model id ``org/name[@revision]`` from the Hub cache).
 
     The layout is detected (``arch`` overrides it), or given as explicit ``up``/``down``
     (/``gate``) key patterns with ``activation``; ``activation`` alone overrides the detected
     one. ``search`` attaches the numerical search to ``undetermined`` layers (slow); ``tol``
-    overrides the storage tolerance of ``decide`` (default: from the stored dtype).
-    ``memory`` replaces the available memory (bytes) in the up-front refusal (tests).
+    overrides the storage tolerance of ``decide`` (default: from the stored dtype); each
+    layer's random generator comes from ``seed`` and the layer's content digest.
+    ``memory`` replaces the available memory (bytes) in the up-front plan (tests).
     ``keep_certificates=False`` drops each layer's certificate matrix Y once the layer is
     decided (its margin and how it was verified stay): text output never shows Y, and kept
-    matrices cost d² floats per layer, which the memory check counts.
+    matrices cost d² floats per layer, which the plan counts.
+    ``workers``/``scheduler`` run the layers in parallel (local processes / Dask), ``cache_dir``
+    keeps each layer's result for a later run, ``device`` runs the certificate's dense phases
+    on torch, ``on_layer`` receives each layer's entry as soon as it is decided, ``prepare``
+    is called before the cache's first write (:mod:`absorb.scan`).
     """
+    from absorb.certificates.devices import check_device
+    from absorb.checkpoints.hub import resolve_checkpoint
+    from absorb.scan.driver import scan_layers
+
     if (up is None) != (down is None) or (gate is not None and up is None):
         raise AbsorbError("give both --up and --down (and --gate for a gated activation)")
     if up is not None and arch is not None:
         raise AbsorbError("--arch and --up/--down exclude each other")
     if up is not None and activation is None:
         raise AbsorbError("--up/--down patterns need --activation")
-    rng = np.random.default_rng(0) if rng is None else rng
-    with Checkpoint(path) as ckpt:
+    check_device(device)
+    local = resolve_checkpoint(str(path))
+    with Checkpoint(local) as ckpt:
         if up is not None and down is not None and activation is not None:
             plan = explicit_plan(ckpt, up=up, down=down, gate=gate, activation=activation)
         else:
             plan = detect(ckpt, arch=arch, activation=activation)
         rate = matmul_rate()
         specs = list(plan.specs(ckpt))
-        layers: list[dict[str, object]] = []
-        kept = 0
-        bar = tqdm(specs, desc="layers", unit="layer", disable=not progress)
-        for spec in bar:
-            bar.set_postfix_str(f"{spec.label}: d={spec.d} n={spec.n}")
-            row = _inspect_layer(ckpt, spec, plan, rate, rng, search, tol, memory, kept)
-            cert = row.get("certificate")
-            dual = cert.get("dual") if isinstance(cert, dict) else None
-            if isinstance(dual, dict) and dual.get("Y") is not None:
-                if keep_certificates:
-                    kept += FLOAT_BYTES * spec.d * spec.d
-                else:  # d² floats per layer add up over a large model's layers
-                    dual["Y"] = None
-            layers.append(row)
+        layers, scan = scan_layers(
+            str(path), local, ckpt, plan, specs, rate=rate, seed=seed, search=search, tol=tol,
+            device=device, workers=workers, scheduler=scheduler, cache_dir=cache_dir,
+            keep_certificates=keep_certificates, memory=memory, progress=progress,
+            on_layer=on_layer, prepare=prepare)
         files = [str(f) for f in ckpt.files]
     return {"checkpoint": str(path), "files": files, **plan.to_json(),
-            "matmul_rate": rate, "note": NOTE, "layers": layers}
+            "matmul_rate": rate, "note": NOTE, "scan": scan, "layers": layers}
 
 
 def _fmt(value: object, spec: str = ".3g") -> str:

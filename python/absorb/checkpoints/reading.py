@@ -10,6 +10,7 @@ high half of a float32, read from a memory map of the file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from collections.abc import Mapping
@@ -65,15 +66,26 @@ class _Shard:
         piece = self._file.get_slice(key)
         return str(piece.get_dtype()), tuple(int(s) for s in piece.get_shape())
 
+    def _span(self, key: str) -> tuple[int, int]:
+        """(file offset, byte length) of a tensor's stored data, from the header."""
+        if self._offsets is None:
+            self._offsets = _header(self.path)
+        start, end = self._offsets[key]["data_offsets"]
+        return 8 + self._offsets["__size__"] + start, end - start
+
+    def stored_bytes(self, key: str) -> NDArray[np.uint8]:
+        """The tensor's bytes exactly as stored (a read-only memory map, nothing decoded)."""
+        offset, size = self._span(key)
+        if size == 0:
+            return np.zeros(0, dtype=np.uint8)
+        return np.memmap(self.path, dtype=np.uint8, mode="r", offset=offset, shape=(size,))
+
     def raw(self, key: str) -> NDArray[Any]:
         dtype, shape = self.info(key)
         if dtype != "BF16":
             return cast(NDArray[Any], self._file.get_tensor(key))
-        if self._offsets is None:
-            self._offsets = _header(self.path)
-        start, _ = self._offsets[key]["data_offsets"]
-        bits = np.memmap(self.path, dtype="<u2", mode="r",
-                         offset=8 + self._offsets["__size__"] + start, shape=shape)
+        offset, _ = self._span(key)
+        bits = np.memmap(self.path, dtype="<u2", mode="r", offset=offset, shape=shape)
         wide = bits.astype(np.uint32)
         wide <<= 16  # in place: one n×d uint32 temporary, not two
         return wide.view(np.float32)
@@ -129,6 +141,19 @@ class Checkpoint:
     def info(self, key: str) -> tuple[str, tuple[int, ...]]:
         """(dtype, shape) of a tensor, from its file's header only."""
         return self._locate(key).info(key)
+
+    def digest(self, keys: Mapping[str, str]) -> str:
+        """SHA-256 (hex) of the named tensors' stored content: for each role in sorted order,
+        the role, dtype, shape and the stored bytes. Equal digests mean equal stored numbers
+        in the same roles, whatever the tensors are called or which file holds them (the key
+        of a model scan's result cache). Reads the bytes once, at disk speed; decodes nothing.
+        """
+        h = hashlib.sha256()
+        for role in sorted(keys):
+            dtype, shape = self.info(keys[role])
+            h.update(json.dumps([role, dtype, list(shape)]).encode())
+            h.update(self._locate(keys[role]).stored_bytes(keys[role]).data)
+        return h.hexdigest()
 
     def tensor(self, key: str) -> Array:
         """The tensor as float64 (exact: every stored float type widens without rounding)."""

@@ -1,0 +1,53 @@
+"""Where the certificate's dense phases run: numpy (``cpu``, the default) or torch.
+
+The dense phases are the O(n²d) Gram products and the O(n³) Cholesky factorization of the
+relaxation (:mod:`.real_relaxation`). ``--device cpu-torch`` runs them with torch on the CPU,
+``--device cuda`` on an NVIDIA GPU; both in float64, so the factor and the solution are the
+numpy path's up to floating-point rounding of the same operations (different summation orders),
+and everything that is proven afterwards (the residual, the certificate's exact or bounded
+re-check) is computed from the stored numbers as before: a device changes speed, never what a
+verdict rests on. torch is an optional extra (``pip install -e '.[torch]'``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+from absorb.errors import AbsorbError, ToolMissing
+
+DEVICES = ("cpu", "cpu-torch", "cuda")
+TORCH_EXTRA = "needs the torch extra: pip install -e '.[torch]'"
+_current: contextvars.ContextVar[str] = contextvars.ContextVar("absorb_device", default="cpu")
+
+
+def current_device() -> str:
+    """The device the dense phases use in this context (``cpu`` unless set)."""
+    return _current.get()
+
+
+def check_device(name: str) -> str:
+    """``name`` when it is usable here: AbsorbError for an unknown name, ToolMissing (exit 3)
+    when torch, or CUDA for ``cuda``, is missing."""
+    if name not in DEVICES:
+        raise AbsorbError(f"unknown device {name!r} (one of: {', '.join(DEVICES)})")
+    if name == "cpu":
+        return name
+    try:
+        import torch
+    except ImportError:
+        raise ToolMissing(f"--device {name} {TORCH_EXTRA}") from None
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ToolMissing("--device cuda: no CUDA device is available to torch here")
+    return name
+
+
+@contextlib.contextmanager
+def using_device(name: str) -> Iterator[None]:
+    """Run the dense phases on ``name`` inside the block (checked first)."""
+    token = _current.set(check_device(name))
+    try:
+        yield
+    finally:
+        _current.reset(token)

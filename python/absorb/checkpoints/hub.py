@@ -1,0 +1,73 @@
+"""Hugging Face Hub model ids (``org/name[@revision]``) resolved to a local snapshot folder.
+
+A path that exists locally always wins over an id. An id is resolved through
+``huggingface_hub.snapshot_download``, asking only for the files ``inspect`` reads (the
+safetensors weights, their index, ``config.json``), into the Hub cache: ``$HF_HUB_CACHE``,
+else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub`` (the Hub's own rules, read from the
+environment at each call rather than when the library was imported). With
+``HF_HUB_OFFLINE=1`` nothing is fetched: the cached snapshot is used or the id is refused.
+``huggingface_hub`` is an optional extra (``pip install -e '.[hub]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from absorb.errors import AbsorbError, ToolMissing
+
+HUB_EXTRA = "needs the hub extra: pip install -e '.[hub]'"
+# The files a checkpoint scan reads; nothing else of a repository is fetched.
+ALLOW_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "config.json"]
+# org/name as the Hub spells them (letters, digits, '-', '_', '.'), an optional @revision.
+_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[\w./-]+))?")
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def parse_hub_id(text: str) -> tuple[str, str | None] | None:
+    """(repo id, revision or None) when ``text`` has the form ``org/name[@revision]``."""
+    m = _ID.fullmatch(text)
+    return None if m is None else (m["repo"], m["rev"])
+
+
+def hub_cache() -> Path:
+    """The Hub cache folder the environment selects (``HF_HUB_CACHE``, ``HF_HOME``)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def offline() -> bool:
+    """``HF_HUB_OFFLINE`` set to a true value: use the cache only."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def resolve_checkpoint(text: str) -> Path:
+    """The local path for ``text``: itself when it exists (or is not a Hub id), else the
+    snapshot folder of the Hub id (AbsorbError, one line, when it cannot be had)."""
+    path = Path(text)
+    parsed = None if path.exists() else parse_hub_id(text)
+    if parsed is None:
+        return path
+    repo, revision = parsed
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HfHubHTTPError, HFValidationError
+    except ImportError:
+        raise ToolMissing(f"{text} is not a local path and looks like a Hub model id: "
+                          f"{HUB_EXTRA}") from None
+    cache = hub_cache()
+    try:
+        folder = snapshot_download(repo, revision=revision, cache_dir=cache,
+                                   local_files_only=offline(), allow_patterns=ALLOW_PATTERNS)
+    except (HfHubHTTPError, HFValidationError, OSError, ValueError) as exc:
+        # the library's messages run over several lines; the first says what happened
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        where = "offline (HF_HUB_OFFLINE)" if offline() else "from the Hub"
+        raise AbsorbError(f"{text}: no such local path, and model {repo}"
+                          f"{'@' + revision if revision else ''} is not in the Hub cache {cache} "
+                          f"nor available {where}: {first}") from None
+    return Path(str(folder))

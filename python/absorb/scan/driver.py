@@ -1,0 +1,111 @@
+"""A model scan: plan, hash, look up the cache, run the rest, stream and collect the results.
+
+1. the plan (:mod:`.plan`): every layer's predicted memory and work, the whole scan's per
+   worker and in all, refused (exit 2) before anything is read when it would not fit;
+2. each layer's content digest (its stored bytes, read at disk speed), the cache key;
+3. cached layers are taken from the cache, the others run as tasks (:mod:`.runners`);
+4. each result is written to the cache as it arrives (an interruption loses at most the
+   layers running), passed to ``on_layer`` (the JSON lines of ``--jsonl``), and counted on
+   the progress bar: layers done / total and the time left, predicted from the cost model and
+   corrected by the measured / predicted ratio of the layers computed so far.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from absorb.budget import FLOAT_BYTES, human_seconds
+from absorb.checkpoints.detection import LayerSpec, Plan
+from absorb.checkpoints.inspection import layer_cost, layer_row
+from absorb.checkpoints.reading import Checkpoint
+from absorb.scan.cache import LayerCache, cache_key
+from absorb.scan.plan import plan_scan
+from absorb.scan.runners import make_runner
+from absorb.scan.tasks import LayerTask, Outcome
+
+Row = dict[str, object]
+
+
+def _drop_certificate(row: Row) -> None:
+    """Forget the d×d certificate matrix Y of a row (its margin and verification stay)."""
+    cert = row.get("certificate")
+    dual = cert.get("dual") if isinstance(cert, dict) else None
+    if isinstance(dual, dict) and dual.get("Y") is not None:
+        dual["Y"] = None
+
+
+def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
+                specs: Sequence[LayerSpec], *, rate: float, seed: int, search: bool,
+                tol: float | None, device: str, workers: int, scheduler: str | None,
+                cache_dir: str | Path | None, keep_certificates: bool, memory: int | None,
+                progress: bool, on_layer: Callable[[Row], None] | None,
+                prepare: Callable[[], None] | None = None) -> tuple[list[Row], dict[str, object]]:
+    """The rows of ``specs`` (in their order) and what the scan did (plan, cache use)."""
+    start = time.perf_counter()
+    act = plan.activation
+    costs = [layer_cost(spec, act) for spec in specs]
+    # Y (d×d) exists only for not_absorbed verdicts of the relaxation (ungated, odd part
+    # linear); kept for the JSON output, every one of them at once in the worst case
+    certifies = act.odd_part_linear and not act.gated
+    kept = float(sum(FLOAT_BYTES * s.d * s.d for s in specs)) \
+        if keep_certificates and certifies else 0.0
+    labels = [f"layer {s.label} (d={s.d}, n={s.n})" for s in specs]
+    with make_runner(workers, scheduler) as runner:
+        scan_plan = plan_scan(list(zip(labels, costs, strict=True)), kept, runner.workers(),
+                              runner.where, rate, memory=memory)
+        if progress:
+            print(scan_plan.text(), file=sys.stderr)
+        tasks = [LayerTask(source, str(path), s.label, dict(s.keys), plan.layout, act.name,
+                           ckpt.digest(s.keys), seed, search, tol, device) for s in specs]
+        cache = None if cache_dir is None else LayerCache(cache_dir, prepare)
+        keys = [cache_key(t) for t in tasks]
+        rows: list[Row | None] = [None] * len(specs)
+
+        def finish(i: int, outcome: Outcome, cached: bool) -> None:
+            row = layer_row(specs[i], outcome.verdict, costs[i], rate, outcome.seconds, cached)
+            if on_layer is not None:
+                on_layer(row)
+            if not keep_certificates:  # d² floats per layer add up over a large model
+                _drop_certificate(row)
+            rows[i] = row
+
+        pending = []
+        for i, key in enumerate(keys):
+            hit = None if cache is None else cache.get(key)
+            if hit is None:
+                pending.append(i)
+            else:
+                finish(i, hit, True)
+        bar = tqdm(total=len(specs), initial=len(specs) - len(pending), unit="layer",
+                   desc=f"{Path(source).name or source} layers", disable=not progress,
+                   file=sys.stderr)
+        todo = math.fsum(costs[i].flops for i in pending) or 1.0
+        left_flops, done_predicted, done_measured = todo, 0.0, 0.0
+        try:
+            for j, outcome in runner.run([tasks[i] for i in pending]):
+                i = pending[j]
+                if cache is not None:
+                    cache.put(keys[i], outcome)  # before anything else: the work is saved
+                finish(i, outcome, False)
+                left_flops -= costs[i].flops
+                done_predicted += costs[i].flops / rate
+                done_measured += outcome.seconds
+                ratio = done_measured / done_predicted if done_predicted > 0 else 1.0
+                left = scan_plan.wall_seconds * max(left_flops, 0.0) / todo * ratio
+                bar.set_postfix_str(f"{specs[i].label} {outcome.verdict.get('verdict')}; "
+                                    f"about {human_seconds(left)} left")
+                bar.update()
+        finally:
+            bar.close()
+    done = [r for r in rows if r is not None]
+    assert len(done) == len(specs)  # every position was filled by the cache or a task
+    return done, {"plan": scan_plan.to_json(), "runner": runner.where, "device": device,
+                  "cache": None if cache is None else str(cache.folder),
+                  "cached_layers": len(specs) - len(pending), "computed_layers": len(pending),
+                  "seconds": time.perf_counter() - start}

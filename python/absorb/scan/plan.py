@@ -1,0 +1,135 @@
+"""The up-front plan of a model scan: memory per worker and in all, time, before any work.
+
+Each layer's peak memory and work come from (d, n) alone (``inspection.layer_cost``). A
+worker decides one layer at a time, so its peak is the largest layer's; the machine running
+``w`` local workers needs ``w`` times that, plus, when the JSON output keeps every layer's
+certificate matrix Y (d² floats), all of them at once. A Dask worker running ``t`` tasks at
+a time needs ``t`` times the largest layer's peak within its own memory limit. The time is
+the layers' work at the machine's measured GEMM rate, spread over the task slots by the
+longest-first rule (a makespan never below the largest layer's time); local workers share
+the machine's cores, so they add slots but not speed beyond the core count, and each Dask
+worker is assumed to be a machine like this one (stated in the plan).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from absorb.budget import MEMORY_SHARE, Cost, available_memory, human_bytes, human_seconds, require
+from absorb.errors import AbsorbError
+
+
+def cores() -> int:
+    """CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def blas_threads(workers: int) -> int:
+    """BLAS threads each of ``workers`` local worker processes gets: the cores split evenly."""
+    return max(1, cores() // max(1, workers))
+
+
+def makespan(seconds: Sequence[float], slots: int) -> float:
+    """Longest-first list scheduling of jobs on ``slots`` equal slots: the finishing time."""
+    loads = [0.0] * max(1, slots)
+    for s in sorted(seconds, reverse=True):
+        heapq.heapreplace(loads, loads[0] + s)
+    return max(loads)
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One place tasks run: its name, tasks at a time, memory limit (bytes; None: this
+    machine's available memory, shared with the other local workers)."""
+
+    name: str
+    threads: int
+    memory: int | None
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What the scan will need, predicted from the layers' sizes."""
+
+    where: str
+    workers: tuple[Worker, ...]
+    layer_peak_bytes: float
+    kept_bytes: float
+    total_bytes: float
+    available_bytes: float
+    flops: float
+    serial_seconds: float
+    wall_seconds: float
+    assumption: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"where": self.where, "workers": len(self.workers),
+                "slots": sum(w.threads for w in self.workers),
+                "per_worker_peak_bytes": self.layer_peak_bytes * max(
+                    w.threads for w in self.workers),
+                "certificates_kept_bytes": self.kept_bytes, "total_peak_bytes": self.total_bytes,
+                "available_bytes": self.available_bytes, "predicted_flops": self.flops,
+                "predicted_serial_seconds": self.serial_seconds,
+                "predicted_seconds": self.wall_seconds, "assumption": self.assumption}
+
+    def text(self) -> str:
+        per = self.layer_peak_bytes * max(w.threads for w in self.workers)
+        return (f"plan: {len(self.workers)} worker(s) ({self.where}), "
+                f"{human_bytes(per)} per worker, {human_bytes(self.total_bytes)} in all "
+                f"({human_bytes(self.available_bytes)} available); predicted "
+                f"{human_seconds(self.wall_seconds)} ({human_seconds(self.serial_seconds)} on "
+                f"one worker; {self.assumption})")
+
+
+def plan_scan(costs: Sequence[tuple[str, Cost]], kept: float, workers: Sequence[Worker],
+              where: str, rate: float, *, memory: int | None = None) -> ScanPlan:
+    """Check every layer, then the whole scan, against memory (AbsorbError naming a number of
+    workers that would fit); ``kept`` bytes of certificates are held by the driver, which
+    shares this machine with local workers. ``memory`` overrides the available memory."""
+    for label, cost in costs:  # a layer that fits nowhere is refused by name
+        require(cost, label, memory=memory)
+    avail = float(available_memory() if memory is None else memory)
+    limit = MEMORY_SHARE * avail
+    peak = max((c.bytes for _, c in costs), default=0.0)
+    local = [w for w in workers if w.memory is None]
+    slots_local = sum(w.threads for w in local)
+    total = peak * slots_local + kept
+    if total > limit:
+        fit = int((limit - kept) // peak) if peak > 0 and limit > kept else 0
+        kept_text = (f" plus {human_bytes(kept)} of earlier certificates kept for the JSON "
+                     "output" if kept else "")
+        advice = (f"use --workers {fit} or fewer" if fit >= 1 else
+                  "drop --json (certificates are then not kept)" if kept else "")
+        raise AbsorbError(f"the scan would need {human_bytes(total)} of memory "
+                          f"({slots_local} worker(s) x {human_bytes(peak)}{kept_text}); "
+                          f"{human_bytes(limit)} is available" + (f": {advice}" if advice
+                                                                    else ""))
+    for w in workers:
+        if w.memory is not None and w.memory > 0 and peak * w.threads > MEMORY_SHARE * w.memory:
+            raise AbsorbError(f"Dask worker {w.name} runs {w.threads} task(s) at a time of up "
+                              f"to {human_bytes(peak)} each but has a memory limit of "
+                              f"{human_bytes(w.memory)}: start it with fewer threads "
+                              "(--nthreads) or more memory")
+    seconds = [c.flops / rate for _, c in costs]
+    n_cores = cores()
+    if local:
+        # each local worker's BLAS gets cores // workers threads (pool.py); the measured rate
+        # used all the cores, so a layer takes max(cores / threads, workers) times longer
+        slots = slots_local
+        factor = max(n_cores / blas_threads(slots), slots)
+        wall = makespan([s * factor for s in seconds], slots)
+        assumption = f"{n_cores} cores shared at the measured GEMM rate {rate:.3g} flop/s"
+    else:
+        # a Dask worker running t tasks at a time shares its cores among them
+        threads = max(w.threads for w in workers)
+        wall = makespan([s * threads for s in seconds], sum(w.threads for w in workers))
+        assumption = f"each Dask worker assumed as fast as this machine ({rate:.3g} flop/s)"
+    return ScanPlan(where, tuple(workers), peak, kept, total, avail,
+                    math.fsum(c.flops for _, c in costs), math.fsum(seconds), wall, assumption)

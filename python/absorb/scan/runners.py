@@ -1,0 +1,125 @@
+"""Where a scan's layer tasks run: in this process, a local process pool, or Dask.
+
+Every runner takes :class:`~absorb.scan.tasks.LayerTask` objects (names and numbers, never
+weights) and yields ``(position, Outcome)`` as layers finish, in any order. ``dask`` and
+``distributed`` are an optional extra; without them ``--scheduler`` exits 3 with one line.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from absorb.errors import AbsorbError, ToolMissing
+from absorb.scan.plan import Worker, blas_threads
+from absorb.scan.tasks import LayerTask, Outcome, run_task
+
+SCAN_EXTRA = "needs the scan extra: pip install -e '.[scan]'"
+
+
+class Runner:
+    """Runs tasks in this process, one after the other (``--workers 1``)."""
+
+    where = "this process"
+
+    def workers(self) -> list[Worker]:
+        return [Worker("local", 1, None)]
+
+    def run(self, tasks: Sequence[LayerTask]) -> Iterator[tuple[int, Outcome]]:
+        for i, task in enumerate(tasks):
+            yield i, run_task(task)
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        return None
+
+
+def _limit_blas(threads: int) -> None:
+    """Pool initializer: this worker's share of the cores for BLAS (no oversubscription)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads)
+
+
+class PoolRunner(Runner):
+    """``--workers N``: N local processes (started fresh, ``spawn``: a forked BLAS thread
+    pool can deadlock), each with cores // N BLAS threads."""
+
+    def __init__(self, workers: int) -> None:
+        self.count = workers
+        self.where = f"{workers} local processes"
+        self._pool: cf.ProcessPoolExecutor | None = None
+
+    def workers(self) -> list[Worker]:
+        return [Worker(f"local-{i}", 1, None) for i in range(self.count)]
+
+    def run(self, tasks: Sequence[LayerTask]) -> Iterator[tuple[int, Outcome]]:
+        self._pool = cf.ProcessPoolExecutor(
+            max_workers=self.count, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_limit_blas, initargs=(blas_threads(self.count),))
+        futures = {self._pool.submit(run_task, t): i for i, t in enumerate(tasks)}
+        for fut in cf.as_completed(futures):
+            yield futures[fut], fut.result()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._pool is not None:  # on an error or Ctrl-C, queued layers are dropped
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskRunner(Runner):
+    """``--scheduler ADDRESS``: a task per layer on a Dask distributed cluster."""
+
+    def __init__(self, address: str, timeout: float = 30.0) -> None:
+        try:
+            import distributed
+        except ImportError:
+            raise ToolMissing(f"--scheduler {SCAN_EXTRA}") from None
+        self.where = f"Dask scheduler {address}"
+        try:
+            # untyped library: its entry points are used through Any
+            self._dask: Any = distributed
+            self._client: Any = self._dask.Client(address, timeout=timeout,
+                                                  set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise AbsorbError(f"--scheduler {address}: cannot connect ({exc})") from None
+        self._futures: list[Any] = []
+
+    def workers(self) -> list[Worker]:
+        info = self._client.scheduler_info(n_workers=-1)["workers"]
+        if not info:
+            raise AbsorbError(f"{self.where} has no workers")
+        return [Worker(str(addr), int(w.get("nthreads", 1)), int(w.get("memory_limit") or 0))
+                for addr, w in sorted(info.items())]
+
+    def run(self, tasks: Sequence[LayerTask]) -> Iterator[tuple[int, Outcome]]:
+        # pure=False: a fresh key per task, never shared with another scan on the cluster
+        self._futures = [self._client.submit(run_task, t, pure=False) for t in tasks]
+        position = {f.key: i for i, f in enumerate(self._futures)}
+        for fut in self._dask.as_completed(self._futures, loop=self._client.loop):
+            yield position[fut.key], fut.result()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._futures:
+            self._client.cancel(self._futures)
+        self._client.close()
+
+
+def make_runner(workers: int, scheduler: str | None) -> Runner:
+    """The runner for ``--workers``/``--scheduler`` (``--scheduler`` wins; AbsorbError when
+    both ask for parallel work)."""
+    if scheduler is not None:
+        if workers != 1:
+            raise AbsorbError("--workers and --scheduler exclude each other (a Dask cluster "
+                              "has its own workers)")
+        return DaskRunner(scheduler)
+    if workers < 1:
+        raise AbsorbError(f"--workers must be at least 1, got {workers}")
+    return Runner() if workers == 1 else PoolRunner(workers)

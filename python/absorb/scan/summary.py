@@ -1,0 +1,142 @@
+"""A scan's output folder (``--out DIR``): the JSON, a summary table and figure, the cache.
+
+``DIR/inspect.json`` holds the ``--json`` object; ``DIR/summary.html`` the table of every
+layer (layer, d, n, verdict, distance r/‖A‖_F, margin, time) and the figure
+``DIR/summary.png`` (distance and dual-certificate margin per layer on log scales, the
+verdict as a coloured strip); ``DIR/cache/`` the per-layer results a rerun resumes from.
+A folder is used only when it is new, empty or an earlier scan's (marked by
+``.absorb-scan``): a user's other files are never overwritten. Files are replaced
+atomically, the three together (Ctrl-C leaves the old set or the new one).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from absorb.errors import AbsorbError
+from absorb.files import interrupts_deferred, write_atomic
+
+MARKER = ".absorb-scan"
+FILES = ("inspect.json", "summary.html", "summary.png")
+# one colour per verdict, the same in the figure and the table
+COLOURS = {"absorbed": "#1b9e77", "absorbable_up_to_rounding": "#66a61e",
+           "not_absorbed": "#d95f02", "impossible": "#7570b3", "undetermined": "#999999",
+           "error": "#e7298a"}
+
+
+def check_out(folder: str | Path) -> Path:
+    """``folder`` when a scan may write there (AbsorbError when it holds something else);
+    nothing is written yet."""
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise AbsorbError(f"--out {out}: not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise AbsorbError(f"--out {out}: the folder holds other files and no earlier scan "
+                          f"({MARKER}); choose a new or empty folder (nothing was written)")
+    return out
+
+
+def prepare_out(out: Path) -> None:
+    """Create the scan folder and mark it as a scan's (before its first file)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).touch()
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def series(res: Mapping[str, Any]) -> tuple[list[str], list[str], list[float | None],
+                                            list[float | None]]:
+    """Per layer: label, verdict, distance r/‖A‖_F and dual-certificate margin (None where
+    the verdict has none)."""
+    labels, verdicts, dist, margin = [], [], [], []
+    for row in res["layers"]:
+        cert = row.get("certificate") or {}
+        labels.append(str(row["label"]))
+        verdicts.append(str(row["verdict"]))
+        dist.append(_number(cert.get("distance")))
+        margin.append(_number((cert.get("dual") or {}).get("margin_float")))
+    return labels, verdicts, dist, margin
+
+
+def figure_png(res: Mapping[str, Any]) -> bytes:
+    """The summary figure as PNG bytes (no timestamp in the metadata: byte-stable)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    labels, verdicts, dist, margin = series(res)
+    x = list(range(len(labels)))
+    fig, axes = plt.subplots(3, 1, figsize=(max(6.0, 0.18 * len(x) + 3.0), 6.4), dpi=100,
+                             sharex=True, gridspec_kw={"height_ratios": [3, 3, 1]})
+    for ax, values, name in ((axes[0], dist, "distance r/|A|_F"),
+                             (axes[1], margin, "certificate margin")):
+        pts = [(i, v, verdicts[i]) for i, v in zip(x, values, strict=True)
+               if v is not None and v > 0]
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts],
+                   c=[COLOURS.get(p[2], "black") for p in pts], s=24, zorder=3)
+        if pts:
+            ax.set_yscale("log")
+        ax.set_ylabel(name)
+        ax.grid(True, alpha=0.3)
+    axes[2].bar(x, [1] * len(x), width=1.0, color=[COLOURS.get(v, "black") for v in verdicts])
+    axes[2].set_yticks([])
+    axes[2].set_ylabel("verdict")
+    step = max(1, len(x) // 30)
+    axes[2].set_xticks(x[::step], labels[::step], rotation=90, fontsize=7)
+    axes[2].set_xlabel("layer")
+    present = list(dict.fromkeys(verdicts))
+    fig.legend([Patch(color=COLOURS.get(v, "black")) for v in present], present,
+               loc="upper right", fontsize=7)
+    fig.suptitle(f"{res['checkpoint']}: {len(x)} layers", fontsize=10)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None}, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def table_html(res: Mapping[str, Any], rows: Sequence[Sequence[str]]) -> str:
+    """The summary page: what was scanned, the table (``rows``, header first), the figure."""
+    head, *body = rows
+    arch = res.get("architecture") or {}
+    verdict_col = list(head).index("verdict")
+    cells = "\n".join(
+        "<tr>" + "".join(
+            f'<td style="color:{COLOURS.get(r[verdict_col], "black")}">{html.escape(c)}</td>'
+            if k == verdict_col else f"<td>{html.escape(c)}</td>" for k, c in enumerate(r))
+        + "</tr>" for r in body)
+    scan = res.get("scan") or {}
+    plan = scan.get("plan") or {}
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>absorb inspect: "
+            f"{html.escape(str(res['checkpoint']))}</title></head><body>\n"
+            f"<h1>{html.escape(str(res['checkpoint']))}</h1>\n"
+            f"<p>{len(body)} layers; {html.escape(str(arch.get('name', 'explicit patterns')))}; "
+            f"activation {html.escape(str(res['activation']))}; ran on "
+            f"{html.escape(str(scan.get('runner')))}; {scan.get('cached_layers', 0)} from the "
+            f"cache, {scan.get('computed_layers', len(body))} computed; predicted "
+            f"{plan.get('predicted_seconds', 0):.3g} s.</p>\n"
+            f"<p>{html.escape(str(res['note']))}</p>\n"
+            "<table border='1' cellpadding='3' style='border-collapse:collapse'>\n<tr>"
+            + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>\n{cells}\n</table>\n"
+            "<p><img src='summary.png' alt='distance, margin and verdict per layer'></p>\n"
+            "</body></html>\n")
+
+
+def write_outputs(out: Path, res: dict[str, Any], json_text: str,
+                  rows: Callable[[dict[str, Any]], list[list[str]]]) -> list[str]:
+    """Write inspect.json, summary.html and summary.png into ``out``; their paths."""
+    png = figure_png(res)
+    page = table_html(res, rows(res))
+    with interrupts_deferred():
+        write_atomic(out / "inspect.json", json_text)
+        write_atomic(out / "summary.png", png)
+        write_atomic(out / "summary.html", page)
+    return [str(out / f) for f in FILES]

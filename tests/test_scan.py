@@ -1,0 +1,168 @@
+"""Model scans: Dask and a local pool give the serial results; a scan resumes from its cache;
+the plan refuses what would not fit; the output folder holds the summary of every layer."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tests.conftest import CliResult, plant
+from tests.test_checkpoint import write
+
+from absorb.checkpoints import inspect_checkpoint
+from absorb.cli import plain
+from absorb.errors import AbsorbError
+from absorb.scan import runners
+from absorb.scan.plan import makespan
+
+UP, DOWN = "mlp.{i}.up.weight", "mlp.{i}.down.weight"
+PATTERNS = {"up": UP, "down": DOWN, "activation": "relu"}
+LAYERS = 6
+PLANTED = (1, 4)
+
+
+@pytest.fixture
+def model(tmp_path: Path, rng: np.random.Generator) -> Path:
+    """Six ReLU layers (d = 3, n = 10): two with a planted index set, the others generic,
+    in float64 so that the planted ones are absorbable up to rounding at least."""
+    tensors = {}
+    for i in range(LAYERS):
+        if i in PLANTED:
+            block, _ = plant("relu", 3, 10, 4, rng)
+            up, down = block.W_up, block.W_down
+        else:
+            up, down = rng.standard_normal((10, 3)), rng.standard_normal((3, 10))
+        tensors[UP.format(i=i)], tensors[DOWN.format(i=i)] = up, down
+    return write(tmp_path / "model", tensors, dtype=np.float64)
+
+
+def results(res: dict[str, object]) -> list[Any]:
+    """The layers as JSON, without their timings (which differ run to run)."""
+    rows = plain(res["layers"])
+    for row in rows:
+        del row["cost"]
+    return list(rows)
+
+
+def test_dask_and_pool_give_the_serial_results(model: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    serial = inspect_checkpoint(model, **PATTERNS)
+    verdicts = [r["verdict"] for r in serial["layers"]]  # type: ignore[attr-defined]
+    assert len(set(verdicts)) > 1  # planted and generic layers: not one verdict everywhere
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        on_dask = inspect_checkpoint(model, scheduler=cluster.scheduler_address, **PATTERNS)
+    assert results(on_dask) == results(serial)
+    scan = on_dask["scan"]
+    assert scan["plan"]["workers"] == 2 and "Dask" in scan["runner"]  # type: ignore[index]
+    pooled = inspect_checkpoint(model, workers=2, **PATTERNS)
+    assert results(pooled) == results(serial)
+    assert pooled["scan"]["plan"]["slots"] == 2  # type: ignore[index]
+
+
+def test_an_interrupted_scan_resumes_from_its_cache(model: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    serial = inspect_checkpoint(model, **PATTERNS)
+    computed: list[str] = []
+    real = runners.run_task
+
+    def counted(task: Any) -> Any:
+        computed.append(task.label)
+        return real(task)
+
+    monkeypatch.setattr(runners, "run_task", counted)
+    cache = tmp_path / "cache"
+
+    def stop_after_three(row: dict[str, object]) -> None:
+        if len(computed) == 3:
+            raise KeyboardInterrupt  # as Ctrl-C after the third layer
+
+    with pytest.raises(KeyboardInterrupt):
+        inspect_checkpoint(model, cache_dir=cache, on_layer=stop_after_three, **PATTERNS)
+    assert computed == ["0", "1", "2"]
+    assert len(list(cache.glob("*.json"))) == 3
+    computed.clear()
+    resumed = inspect_checkpoint(model, cache_dir=cache, **PATTERNS)
+    assert computed == ["3", "4", "5"]  # the cached layers were not computed again
+    assert results(resumed) == results(serial)
+    assert [r["cost"]["cached"] for r in resumed["layers"]] == [True] * 3 + [False] * 3  # type: ignore[attr-defined]
+    computed.clear()
+    again = inspect_checkpoint(model, cache_dir=cache, keep_certificates=False, **PATTERNS)
+    assert computed == [] and again["scan"]["cached_layers"] == LAYERS  # type: ignore[index]
+    # another seed is another result: not taken from the cache
+    inspect_checkpoint(model, cache_dir=cache, seed=1, **PATTERNS)
+    assert len(computed) == LAYERS
+
+
+def test_certificates_survive_the_cache(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A GELU layer's dual certificate Y (a float64 matrix on a dyadic grid) comes back from
+    the cache with the same exact values."""
+    from tests.test_checkpoint import BERT_CONFIG, BERT_DOWN, BERT_UP, mlp_tensors
+
+    path = write(tmp_path / "m", mlp_tensors(rng, BERT_UP, BERT_DOWN), BERT_CONFIG)
+    first = inspect_checkpoint(path, cache_dir=tmp_path / "c")
+    second = inspect_checkpoint(path, cache_dir=tmp_path / "c")
+    assert second["scan"]["cached_layers"] == 2  # type: ignore[index]
+    assert [r["certificate"] for r in first["layers"]] == [  # type: ignore[attr-defined]
+        r["certificate"] for r in second["layers"]]  # type: ignore[attr-defined]
+    assert list((tmp_path / "c").glob("*.npy"))  # Y stored as exact floats, not strings
+
+
+def test_the_plan_refuses_workers_that_do_not_fit(model: Path) -> None:
+    one = inspect_checkpoint(model, **PATTERNS)
+    peak = max(r["cost"]["predicted_peak_bytes"] for r in one["layers"])  # type: ignore[attr-defined]
+    memory = int(2.5 * peak / 0.8)  # two layers at a time fit, four do not
+    with pytest.raises(AbsorbError, match=r"4 worker\(s\) x .*: use --workers 2 or fewer"):
+        inspect_checkpoint(model, workers=4, memory=memory, **PATTERNS)
+
+
+def test_makespan() -> None:
+    assert makespan([3.0, 3.0, 2.0, 2.0, 2.0], 2) == 7.0
+    assert makespan([5.0, 1.0], 4) == 5.0
+    assert makespan([], 3) == 0.0
+
+
+def test_out_folder_summary_and_resume(model: Path, tmp_path: Path, cli: Any) -> None:
+    out = tmp_path / "scan"
+    args = ("inspect", str(model), "--up", UP, "--down", DOWN, "--activation", "relu",
+            "--out", str(out))
+    first: CliResult = cli(*args, "--json")
+    assert first.code == 0, first.err
+    page = (out / "summary.html").read_text()
+    for i in range(LAYERS):
+        assert f"<tr><td>{i}</td>" in page
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = json.loads((out / "inspect.json").read_text())
+    assert saved["layers"] == first.json()["layers"]
+    again: CliResult = cli(*args)
+    assert again.code == 0 and f"written: {out / 'summary.html'}" in again.out
+    assert json.loads((out / "inspect.json").read_text())["scan"]["cached_layers"] == LAYERS
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep")
+    bad: CliResult = cli(*args[:-1], str(foreign))
+    assert bad.code == 2 and "holds other files" in bad.err and bad.err.count("\n") == 1
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+
+
+def test_json_lines_stream_each_layer(model: Path, cli: Any) -> None:
+    res: CliResult = cli("inspect", str(model), "--up", UP, "--down", DOWN, "--activation",
+                         "relu", "--jsonl")
+    assert res.code == 0, res.err
+    lines = [json.loads(line) for line in res.out.splitlines()]
+    assert sorted(line["label"] for line in lines[:-1]) == [str(i) for i in range(LAYERS)]
+    assert "layers" not in lines[-1] and lines[-1]["scan"]["computed_layers"] == LAYERS
+
+
+def test_missing_dask_is_exit_3(model: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed
+    res: CliResult = cli("inspect", str(model), "--up", UP, "--down", DOWN, "--activation",
+                         "relu", "--scheduler", "tcp://127.0.0.1:1")
+    assert res.code == 3 and "needs the scan extra: pip install -e '.[scan]'" in res.err
+    both: CliResult = cli("inspect", str(model), "--up", UP, "--down", DOWN, "--activation",
+                          "relu", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2")
+    assert both.code == 2 and "exclude each other" in both.err
