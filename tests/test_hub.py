@@ -1,0 +1,79 @@
+"""``inspect org/name[@revision]`` from a Hugging Face cache folder built here, offline.
+
+No test touches the network: HF_HUB_OFFLINE=1 throughout, and the cache is a folder in
+the Hub's layout (models--org--name/refs/main, snapshots/<commit>/...) made by the test.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tests.conftest import CliResult
+from tests.test_checkpoint import BERT_CONFIG, BERT_DOWN, BERT_UP, mlp_tensors, write
+from tests.test_scan import results
+
+from absorb.checkpoints import inspect_checkpoint
+from absorb.checkpoints.hub import parse_hub_id
+
+pytest.importorskip("huggingface_hub")
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def hub(tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HF_HOME with org/tiny-bert cached at COMMIT (refs/main points to it); offline."""
+    home = tmp_path / "hf"
+    repo = home / "hub" / "models--org--tiny-bert"
+    write(repo / "snapshots" / COMMIT, mlp_tensors(rng, BERT_UP, BERT_DOWN), BERT_CONFIG)
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(COMMIT)
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    return repo / "snapshots" / COMMIT
+
+
+def test_parse_hub_id() -> None:
+    assert parse_hub_id("org/name") == ("org/name", None)
+    assert parse_hub_id("EleutherAI/pythia-70m@v1.0") == ("EleutherAI/pythia-70m", "v1.0")
+    assert parse_hub_id("name") is None and parse_hub_id("a/b/c") is None
+    assert parse_hub_id("/abs/path") is None
+
+
+def test_a_model_id_is_read_from_the_cache(hub: Path) -> None:
+    local = inspect_checkpoint(hub)
+    for ref in ("org/tiny-bert", f"org/tiny-bert@{COMMIT}", "org/tiny-bert@main"):
+        res = inspect_checkpoint(ref)
+        assert res["checkpoint"] == ref and results(res) == results(local)
+        assert res["architecture"]["name"] == "bert"  # type: ignore[index]
+
+
+def test_a_local_path_wins_over_an_id(hub: Path, tmp_path: Path,
+                                      rng: np.random.Generator) -> None:
+    # ./org/tiny-bert exists: it is read, not the cached model (it has 3 layers, not 2)
+    write(tmp_path / "org" / "tiny-bert", mlp_tensors(rng, BERT_UP, BERT_DOWN, layers=3),
+          BERT_CONFIG)
+    assert len(inspect_checkpoint("org/tiny-bert")["layers"]) == 3  # type: ignore[arg-type]
+
+
+def test_a_missing_model_offline_is_one_line_exit_2(hub: Path, cli: Any) -> None:
+    for ref in ("org/absent", "org/tiny-bert@nonesuch"):
+        res: CliResult = cli("inspect", ref)
+        assert res.code == 2, res.err
+        assert res.err.startswith(f"error: {ref}: no such local path") and \
+            res.err.count("\n") == 1 and "offline" in res.err
+
+
+def test_without_huggingface_hub_an_id_is_exit_3(hub: Path, cli: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    res: CliResult = cli("inspect", "org/tiny-bert")
+    assert res.code == 3 and "needs the hub extra: pip install -e '.[hub]'" in res.err
+    # a plain path needs no extra
+    assert cli("inspect", str(hub)).code == 0
