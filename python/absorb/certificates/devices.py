@@ -14,8 +14,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from absorb.errors import AbsorbError, ToolMissing
+
+FloatArray = NDArray[np.float64]
 
 DEVICES = ("cpu", "cpu-torch", "cuda")
 TORCH_EXTRA = "needs the torch extra: pip install -e '.[torch]'"
@@ -51,3 +57,34 @@ def using_device(name: str) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def _torch_device(name: str) -> Any:
+    import torch
+
+    return torch.device("cuda" if name == "cuda" else "cpu")
+
+
+def torch_gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
+    """G = (W_downᵀW_down) ⊙ (W_up W_upᵀ) in float64 on the current torch device (two n×n
+    products, the second multiplied in place), returned as a numpy array."""
+    import torch
+
+    dev = _torch_device(current_device())
+    Wd = torch.from_numpy(np.ascontiguousarray(W_down)).to(dev)
+    Wu = torch.from_numpy(np.ascontiguousarray(W_up)).to(dev)
+    G = Wd.T @ Wd
+    G.mul_(Wu @ Wu.T)
+    out: FloatArray = G.cpu().numpy()
+    return out
+
+
+def torch_cholesky(G: FloatArray) -> tuple[FloatArray, int]:
+    """(L, info) as LAPACK ``potrf`` gives them (lower factor; info > 0 when G is not
+    numerically positive definite), computed in float64 on the current torch device."""
+    import torch
+
+    dev = _torch_device(current_device())
+    L, info = torch.linalg.cholesky_ex(torch.from_numpy(G).to(dev))
+    factor: FloatArray = L.cpu().numpy()
+    return factor, int(info.item())

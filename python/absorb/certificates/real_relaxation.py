@@ -25,6 +25,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from absorb.budget import FLOAT_BYTES, Cost
+from absorb.certificates import devices
 from absorb.certificates._inputs import FloatArray, Weights, prepare, rref
 
 __all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]
@@ -105,7 +106,10 @@ def relaxation_cost(d: int, n: int) -> Cost:
 
 
 def gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
-    """G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), computed in row blocks of the upper triangle."""
+    """G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), computed in row blocks of the upper triangle
+    (on torch when a device is selected: :mod:`.devices`)."""
+    if devices.current_device() != "cpu":
+        return devices.torch_gram(W_up, W_down)
     n = W_up.shape[0]
     Wd_t = np.ascontiguousarray(W_down.T)
     Wu = np.ascontiguousarray(W_up)
@@ -158,7 +162,10 @@ def _full_rank_solution(G: FloatArray, c: FloatArray) -> FloatArray | None:
     n = G.shape[0]
     anorm = _one_norm(G)
     # symmetric: the transpose is the same matrix in Fortran order, factorized in place
-    L, info = sla.lapack.dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
+    if devices.current_device() != "cpu":
+        L, info = devices.torch_cholesky(G)
+    else:
+        L, info = sla.lapack.dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
     if info != 0:
         return None
     rcond, info = sla.lapack.dpocon(L, anorm, uplo="L")
