@@ -2,6 +2,8 @@
 
     python benchmarks/scale_bench.py            # bfloat16 and float32, d = 4096, n = 16384
     python benchmarks/scale_bench.py --quick    # d = 1024, n = 4096
+    python benchmarks/scale_bench.py --devices  # dense phases: numpy, torch CPU, CUDA, H200
+    python benchmarks/scale_bench.py --scan     # an 8-layer model: serial, 2 workers, Dask
 
 A random GPT-NeoX-layout layer (biases, GELU, config.json) is written to a temporary
 safetensors file and certified by ``inspect`` in a fresh process, so that its peak resident
@@ -12,6 +14,12 @@ memory (``getrusage``) is the inspection's alone. Printed beside each run:
 * the peak memory ``inspect`` predicted before reading the layer, and the measured one.
 
 Also a section of ``benchmarks/run.py`` (``bench_scale``).
+
+``--devices`` times the certificate's dense phases (the Gram matrix and its Cholesky factor)
+on each available device side by side, and prints the time an H200-class GPU would take,
+predicted from NVIDIA's published rates (marked as predicted: no such GPU here).
+``--scan`` scans an 8-layer checkpoint serially, on 2 local workers and on a 2-worker Dask
+LocalCluster, checks that the verdicts agree, and prints each run's predicted and measured time.
 """
 
 from __future__ import annotations
@@ -116,13 +124,139 @@ def bench_scale(quick: bool) -> Any:
     return table
 
 
+#: NVIDIA H200 SXM, published: FP64 Tensor Core 67 TFLOP/s; PCIe Gen5 host link 128 GB/s
+#: both ways, so 64 GB/s each way.
+H200_FP64 = 67e12
+H200_HOST_LINK = 64e9
+
+
+def bench_devices(quick: bool) -> Any:
+    """The dense phases (G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), Cholesky of G) per device."""
+    import scipy.linalg as sla
+
+    from absorb.certificates import gram
+    from absorb.certificates.devices import torch_cholesky, using_device
+    from run import Table
+
+    d, n = (512, 2048) if quick else (1024, 4096)
+    rng = np.random.default_rng(0)
+    W_up = rng.standard_normal((n, d)) / np.sqrt(d)
+    W_down = rng.standard_normal((d, n)) / np.sqrt(n)
+    flops = 2 * 2.0 * n * n * d + n**3 / 3.0
+    table = Table(f"Certificate dense phases per device, d = {d}, n = {n} (float64)",
+                  ["device", "Gram (s)", "Cholesky (s)", "total (s)", "max abs(G - G numpy)"])
+    t0 = time.perf_counter()
+    G_ref = gram(W_up, W_down)
+    t_gram = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sla.lapack.dpotrf(G_ref.copy().T, lower=1, clean=0, overwrite_a=1)
+    t_chol = time.perf_counter() - t0
+    table.rows.append(["cpu (numpy)", f"{t_gram:.2f}", f"{t_chol:.2f}",
+                       f"{t_gram + t_chol:.2f}", "0"])
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    for device in ("cpu-torch", "cuda"):
+        if torch is None or (device == "cuda" and not torch.cuda.is_available()):
+            continue
+        with using_device(device):
+            t0 = time.perf_counter()
+            G = gram(W_up, W_down)
+            t_gram = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            torch_cholesky(G)
+            t_chol = time.perf_counter() - t0
+        table.rows.append([device, f"{t_gram:.2f}", f"{t_chol:.2f}", f"{t_gram + t_chol:.2f}",
+                           f"{np.max(np.abs(G - G_ref)):.1e}"])
+    moved = 8.0 * (2 * n * d + 3 * n * n)  # weights up; G down, up again; L down
+    for dd, nn in ((d, n), (4096, 16384), (8192, 32768)):
+        fl = 2 * 2.0 * nn * nn * dd + nn**3 / 3.0
+        by = 8.0 * (2 * nn * dd + 3 * nn * nn)
+        table.rows.append([f"H200 PREDICTED d={dd} n={nn}", "-", "-",
+                           f"{fl / H200_FP64 + by / H200_HOST_LINK:.3g}", "-"])
+    table.notes += [
+        f"work 2·(2n²d) + n³/3 = {flops:.3g} flops; measured in one run on this machine",
+        "H200 rows are PREDICTED, not measured: the same work at the published FP64 Tensor "
+        f"Core rate ({H200_FP64 / 1e12:.0f} TFLOP/s) plus the host transfers of this "
+        f"implementation (weights up, G down and up, L down: 8·(2nd + 3n²) bytes, "
+        f"{moved / 1e9:.2f} GB here) at {H200_HOST_LINK / 1e9:.0f} GB/s; the phases left on "
+        "the CPU (the residual and the certificate's rigorous check, about 8nd² flops) are "
+        "not included",
+    ]
+    return table
+
+
+def bench_scan(quick: bool) -> Any:
+    """An 8-layer GPT-NeoX checkpoint scanned serially, on 2 local workers, on Dask."""
+    import distributed
+
+    from run import Table
+
+    d, n, layers = (128, 512, 8) if quick else (256, 1024, 8)
+    rng = np.random.default_rng(0)
+    tensors: dict[str, np.ndarray] = {}
+    for i in range(layers):
+        p = f"gpt_neox.layers.{i}.mlp."
+        tensors[p + "dense_h_to_4h.weight"] = rng.standard_normal((n, d)) / np.sqrt(d)
+        tensors[p + "dense_h_to_4h.bias"] = 0.1 * rng.standard_normal(n)
+        tensors[p + "dense_4h_to_h.weight"] = rng.standard_normal((d, n)) / np.sqrt(n)
+        tensors[p + "dense_4h_to_h.bias"] = 0.1 * rng.standard_normal(d)
+    table = Table(f"Model scan, {layers} GELU layers of d = {d}, n = {n} "
+                  "(`scale_bench.py --scan`)",
+                  ["runner", "verdicts", "predicted (s)", "measured (s)", "same as serial"])
+    with tempfile.TemporaryDirectory(prefix="absorb-scan-") as tmp:
+        save_file({k: v.astype(np.float32) for k, v in tensors.items()},
+                  str(Path(tmp) / "model.safetensors"))
+        (Path(tmp) / "config.json").write_text(json.dumps(
+            {"model_type": "gpt_neox", "hidden_act": "gelu", "hidden_size": d,
+             "intermediate_size": n}))
+
+        def run(label: str, **kw: Any) -> list[Any]:
+            t0 = time.perf_counter()
+            res = inspect_checkpoint(tmp, **kw)
+            took = time.perf_counter() - t0
+            rows = [(r["verdict"], r.get("certificate", {}).get("distance"))
+                    for r in res["layers"]]  # type: ignore[attr-defined]
+            plan = res["scan"]["plan"]  # type: ignore[index]
+            table.rows.append([label, ", ".join(sorted({v for v, _ in rows})),
+                               f"{plan['predicted_seconds']:.2f}", f"{took:.2f}",
+                               "yes" if not serial or rows == serial[0] else "NO"])
+            return rows
+
+        serial: list[Any] = []
+        serial.append(run("serial"))
+        run("2 local workers", workers=2)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                      dashboard_address=None) as cluster:
+            run("Dask LocalCluster, 2 workers", scheduler=cluster.scheduler_address)
+        cache = Path(tmp) / "cache"
+        run("serial, filling a cache", cache_dir=cache)
+        run("serial, all from the cache", cache_dir=cache)
+    table.notes += [
+        "measured end to end in this process, including the digests (each layer's stored "
+        "bytes hashed once) and, for the pool and Dask, starting the worker processes",
+        "predicted: the scan plan's time (cost model at the GEMM rate measured in this "
+        "process, layers spread over the workers longest first)",
+    ]
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"d = {QUICK[0]}, n = {QUICK[1]}")
+    ap.add_argument("--devices", action="store_true", help="the dense phases per device")
+    ap.add_argument("--scan", action="store_true", help="a model scan per runner")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         child(args.child)
+        return 0
+    if args.devices or args.scan:
+        for table in ([bench_devices(args.quick)] if args.devices else []) + (
+                [bench_scan(args.quick)] if args.scan else []):
+            print(table.text(), flush=True)
+            print(table.markdown())
         return 0
     print(bench_scale(args.quick).text())
     return 0
