@@ -4,6 +4,7 @@ stored numbers whichever device produced it."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,31 @@ from tests.conftest import CliResult, plant
 from absorb.activations import get_activation
 from absorb.blocks import random_block
 from absorb.certificates import gram
-from absorb.certificates.devices import current_device, using_device
+from absorb.certificates.devices import cholesky, cholesky_threads, current_device, using_device
 from absorb.errors import AbsorbError
 from absorb.theory import decide
 
-torch = pytest.importorskip("torch")
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="torch is not installed (extra absorb[torch])")
 
 
+@pytest.mark.parametrize("device", ["cpu", "cpu-torch"])
+def test_cholesky(device: str, rng: np.random.Generator) -> None:
+    if device != "cpu" and importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    assert cholesky_threads() in (1, None)
+    X = rng.standard_normal((40, 30))
+    G = X @ X.T + np.eye(40)
+    with using_device(device):
+        L, info = cholesky(G.copy())
+        assert info == 0
+        L = np.tril(L)  # LAPACK leaves the upper triangle as it was
+        np.testing.assert_allclose(L @ L.T, G, rtol=1e-12, atol=1e-12 * np.abs(G).max())
+        _, info = cholesky(-G)  # negative definite: the factorization stops
+        assert info > 0
+
+
+@needs_torch
 def test_gram_matches_numpy(rng: np.random.Generator) -> None:
     W_up, W_down = rng.standard_normal((50, 7)), rng.standard_normal((7, 50))
     want = gram(W_up, W_down)
@@ -32,6 +51,7 @@ def test_gram_matches_numpy(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
 
 
+@needs_torch
 @pytest.mark.parametrize("case", ["gelu", "gelu_biases", "relu_planted"])
 def test_verdicts_match_numpy(case: str, rng: np.random.Generator) -> None:
     if case == "relu_planted":
@@ -51,6 +71,7 @@ def test_verdicts_match_numpy(case: str, rng: np.random.Generator) -> None:
         assert cg["dual"]["margin_float"] == pytest.approx(cw["dual"]["margin_float"], rel=1e-6)
 
 
+@needs_torch
 def test_device_option(tmp_path: Path, rng: np.random.Generator, cli: Any,
                        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.test_checkpoint import BERT_CONFIG, BERT_DOWN, BERT_UP, mlp_tensors, write
@@ -62,6 +83,8 @@ def test_device_option(tmp_path: Path, rng: np.random.Generator, cli: Any,
     assert [r["verdict"] for r in on_torch.json()["layers"]] == [
         r["verdict"] for r in cpu["layers"]]
     assert on_torch.json()["scan"]["device"] == "cpu-torch"
+    import torch
+
     if not torch.cuda.is_available():
         res: CliResult = cli("inspect", str(path), "--device", "cuda")
         assert res.code == 3 and res.err.count("\n") == 1 and "no CUDA device" in res.err

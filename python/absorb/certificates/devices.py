@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import scipy.linalg as sla
 from numpy.typing import NDArray
 
 from absorb.errors import AbsorbError, ToolMissing
@@ -79,12 +82,55 @@ def torch_gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
     return out
 
 
-def torch_cholesky(G: FloatArray) -> tuple[FloatArray, int]:
-    """(L, info) as LAPACK ``potrf`` gives them (lower factor; info > 0 when G is not
-    numerically positive definite), computed in float64 on the current torch device."""
+#: Side of the matrix on which the Cholesky thread count is chosen (about 4·10⁸ flops).
+CHOLESKY_PROBE = 1024
+
+
+@functools.cache
+def cholesky_threads() -> int | None:
+    """BLAS threads for LAPACK's Cholesky: 1 when one thread factorizes a 1024×1024 matrix
+    faster than the default count (best of 3 each, measured once per process), else None
+    (the default).
+
+    Why: OpenBLAS's threaded ``potrf`` synchronizes its threads at every panel step, and when
+    the machine's cores are busy with other work each step waits for a thread's time slice:
+    at n = 3072 on 2 cores at load 4–5 it took 3.4–4.4 s with 2 threads and 0.26–0.40 s with
+    one, while the GEMM rate barely changed (benchmarks/results.md). On an idle multi-core
+    machine the threaded factorization wins and is kept.
+    """
+    from threadpoolctl import threadpool_limits
+
+    n = CHOLESKY_PROBE
+    X = np.random.default_rng(0).standard_normal((n, n // 2))
+    G0 = X @ X.T + n * np.eye(n)
+
+    def best(limit: int | None) -> float:
+        times = []
+        with threadpool_limits(limits=limit, user_api="blas"):
+            for _ in range(3):
+                G = np.asfortranarray(G0)
+                t0 = time.perf_counter()
+                sla.lapack.dpotrf(G, lower=1, clean=0, overwrite_a=1)
+                times.append(time.perf_counter() - t0)
+        return min(times)
+
+    return 1 if best(1) < best(None) else None
+
+
+def cholesky(G: FloatArray) -> tuple[FloatArray, int]:
+    """(L, info) as LAPACK ``potrf`` gives them: the lower factor of the symmetric G (info > 0
+    when G is not numerically positive definite). On ``cpu`` G is factorized in place (its
+    transpose is the same matrix in Fortran order) with :func:`cholesky_threads`; on a torch
+    device in float64 there, G left as it is."""
+    if current_device() == "cpu":
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=cholesky_threads(), user_api="blas"):
+            L, info = sla.lapack.dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
+        return L, int(info)
     import torch
 
     dev = _torch_device(current_device())
-    L, info = torch.linalg.cholesky_ex(torch.from_numpy(G).to(dev))
-    factor: FloatArray = L.cpu().numpy()
-    return factor, int(info.item())
+    Lt, info_t = torch.linalg.cholesky_ex(torch.from_numpy(G).to(dev))
+    factor: FloatArray = Lt.cpu().numpy()
+    return factor, int(info_t.item())

@@ -161,11 +161,7 @@ def _full_rank_solution(G: FloatArray, c: FloatArray) -> FloatArray | None:
     """
     n = G.shape[0]
     anorm = _one_norm(G)
-    # symmetric: the transpose is the same matrix in Fortran order, factorized in place
-    if devices.current_device() != "cpu":
-        L, info = devices.torch_cholesky(G)
-    else:
-        L, info = sla.lapack.dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
+    L, info = devices.cholesky(G)  # in place on numpy; threads and device: .devices
     if info != 0:
         return None
     rcond, info = sla.lapack.dpocon(L, anorm, uplo="L")
