@@ -382,7 +382,13 @@ def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
         buf = io.StringIO()
         write_json(res, buf)
         res["written"] = write_outputs(out, res, buf.getvalue(), summary_rows)
-    lines = text_lines(res) + [f"written: {f}" for f in cast(list[str], res.get("written", []))]
+    scan = cast(dict[str, Any], res["scan"])
+    cache_text = f" {scan['cache']}" if scan["cache"] else ""
+    lines = [*text_lines(res),
+             f"scan: {scan['computed_layers']} layers decided by {scan['runner']} (device "
+             f"{scan['device']}), {scan['cached_layers']} read from the cache{cache_text}, in "
+             f"{scan['seconds']:.3g} s; predicted {scan['plan']['predicted_seconds']:.3g} s"]
+    lines += [f"written: {f}" for f in cast(list[str], res.get("written", []))]
     if args.jsonl:  # the layers are on the lines before: the last line is the rest
         res = {k: v for k, v in res.items() if k != "layers"}
     return res, lines

@@ -61,8 +61,10 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
                               runner.where, rate, memory=memory)
         if progress:
             print(scan_plan.text(), file=sys.stderr)
-        tasks = [LayerTask(source, str(path), s.label, dict(s.keys), plan.layout, act.name,
-                           ckpt.digest(s.keys), seed, search, tol, device) for s in specs]
+        # an absolute path: a Dask worker may run in another folder
+        tasks = [LayerTask(source, str(path.absolute()), s.label, dict(s.keys), plan.layout,
+                           act.name, ckpt.digest(s.keys), seed, search, tol, device)
+                 for s in specs]
         cache = None if cache_dir is None else LayerCache(cache_dir, prepare)
         keys = [cache_key(t) for t in tasks]
         rows: list[Row | None] = [None] * len(specs)

@@ -41,7 +41,11 @@ class Runner:
 
 
 def _limit_blas(threads: int) -> None:
-    """Pool initializer: this worker's share of the cores for BLAS (no oversubscription)."""
+    """Pool initializer: this worker's share of the cores for BLAS (no oversubscription).
+
+    threadpoolctl limits the BLAS libraries already loaded: numpy's is (this module imports
+    it), scipy's own copy, which runs the factorizations, is loaded first."""
+    import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=threads)
