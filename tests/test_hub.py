@@ -18,6 +18,7 @@ from tests.test_scan import results
 
 from absorb.checkpoints import inspect_checkpoint
 from absorb.checkpoints.hub import parse_hub_id
+from absorb.errors import AbsorbError
 
 pytest.importorskip("huggingface_hub")
 
@@ -77,3 +78,23 @@ def test_without_huggingface_hub_an_id_is_exit_3(hub: Path, cli: Any,
     assert res.code == 3 and "needs the hub extra: pip install -e '.[hub]'" in res.err
     # a plain path needs no extra
     assert cli("inspect", str(hub)).code == 0
+
+
+def test_a_worker_without_the_path_reads_the_model_from_its_hub_cache(hub: Path) -> None:
+    """A Dask worker on another machine gets the driver's path, which it may not have: it
+    resolves the Hub id in its own cache and checks the tensors' digest."""
+    from dataclasses import replace
+
+    from absorb.checkpoints import Checkpoint, detect
+    from absorb.scan.tasks import LayerTask, run_task
+
+    with Checkpoint(hub) as ckpt:
+        plan = detect(ckpt)
+        spec = next(iter(plan.specs(ckpt)))
+        digest = ckpt.digest(spec.keys)
+    task = LayerTask("org/tiny-bert", str(hub.parent / "elsewhere"), spec.label,
+                     dict(spec.keys), plan.layout, plan.activation.name, digest, 0, False, None)
+    assert run_task(task).verdict["verdict"] == run_task(replace(task, path=str(hub))).verdict[
+        "verdict"]
+    with pytest.raises(AbsorbError, match="differ from those the scan was planned on"):
+        run_task(replace(task, digest="0" * 64))
