@@ -64,8 +64,11 @@ class PoolRunner(Runner):
         return [Worker(f"local-{i}", 1, None) for i in range(self.count)]
 
     def run(self, tasks: Sequence[LayerTask]) -> Iterator[tuple[int, Outcome]]:
+        if not tasks:  # every layer came from the cache: no processes to start
+            return
         self._pool = cf.ProcessPoolExecutor(
-            max_workers=self.count, mp_context=multiprocessing.get_context("spawn"),
+            max_workers=min(self.count, len(tasks)),
+            mp_context=multiprocessing.get_context("spawn"),
             initializer=_limit_blas, initargs=(blas_threads(self.count),))
         futures = {self._pool.submit(run_task, t): i for i, t in enumerate(tasks)}
         for fut in cf.as_completed(futures):

@@ -119,7 +119,7 @@ def table_html(res: Mapping[str, Any], rows: Sequence[Sequence[str]]) -> str:
             f"{html.escape(str(res['checkpoint']))}</title></head><body>\n"
             f"<h1>{html.escape(str(res['checkpoint']))}</h1>\n"
             f"<p>{len(body)} layers; {html.escape(str(arch.get('name', 'explicit patterns')))}; "
-            f"activation {html.escape(str(res['activation']))}; ran on "
+            f"activation {html.escape(str(res['activation']))}; decided by "
             f"{html.escape(str(scan.get('runner')))}; {scan.get('cached_layers', 0)} from the "
             f"cache, {scan.get('computed_layers', len(body))} computed; predicted "
             f"{plan.get('predicted_seconds', 0):.3g} s.</p>\n"
