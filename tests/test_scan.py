@@ -166,3 +166,32 @@ def test_missing_dask_is_exit_3(model: Path, cli: Any, monkeypatch: pytest.Monke
     both: CliResult = cli("inspect", str(model), "--up", UP, "--down", DOWN, "--activation",
                           "relu", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2")
     assert both.code == 2 and "exclude each other" in both.err
+
+
+def test_tasks_name_the_weights_and_never_hold_them(model: Path) -> None:
+    """What goes through a scheduler is a few hundred bytes whatever the layer's size."""
+    import pickle
+
+    from absorb.checkpoints import Checkpoint
+    from absorb.checkpoints.detection import explicit_plan
+    from absorb.scan.tasks import LayerTask
+
+    with Checkpoint(model) as ckpt:
+        plan = explicit_plan(ckpt, up=UP, down=DOWN, gate=None, activation="relu")
+        spec = next(iter(plan.specs(ckpt)))
+        task = LayerTask(str(model), str(model), spec.label, dict(spec.keys), plan.layout,
+                         "relu", ckpt.digest(spec.keys), 0, False, None)
+    assert len(pickle.dumps(task)) < 1024
+    assert task.rng().random() == task.rng().random()  # one generator per layer content
+
+
+def test_the_plan_checks_each_dask_worker_against_its_memory_limit() -> None:
+    from absorb.budget import Cost
+    from absorb.scan.plan import Worker, plan_scan
+
+    costs = [("layer 0 (d=8, n=32)", Cost(1e6, 1e9)), ("layer 1 (d=8, n=32)", Cost(1e6, 1e9))]
+    fits = plan_scan(costs, 0.0, [Worker("tcp://a", 2, 10**7), Worker("tcp://b", 1, 10**7)],
+                     "Dask", 1e9, memory=10**9)
+    assert fits.to_json()["slots"] == 3 and fits.wall_seconds == pytest.approx(2.0)
+    with pytest.raises(AbsorbError, match=r"Dask worker tcp://a runs 4 task\(s\) at a time"):
+        plan_scan(costs, 0.0, [Worker("tcp://a", 4, 4 * 10**6)], "Dask", 1e9, memory=10**9)
