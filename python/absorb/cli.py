@@ -537,7 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the theory; labelled so in the output)")
     p = command("inspect", cmd_inspect, "check every MLP block of a safetensors checkpoint")
     p.add_argument("checkpoint", help="a .safetensors file, a folder, or a sharded "
-                   "checkpoint's *.safetensors.index.json (config.json read from beside it)")
+                   "checkpoint's *.safetensors.index.json (config.json read from beside it), "
+                   "or a Hugging Face model id org/name[@revision] read through the Hub cache "
+                   "(extra absorb[hub]; a local path of that name wins)")
     p.add_argument("--arch", help="architecture, overriding detection (one of: "
                    f"{', '.join(ARCHITECTURE_NAMES)})")
     p.add_argument("--up", type=layer_pattern,
@@ -556,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the numerical search on undetermined layers (slow)")
     p.add_argument("--seed", type=seed_type, default=0,
                    help="random seed, a non-negative integer (same seed, same output)")
-    p.add_argument("--workers", type=_positive(int), default=1,
+    p.add_argument("--workers", type=_positive(int), default=1, metavar="N",
                    help="layers decided at a time by local processes (each gets cores/N BLAS "
                         "threads); the plan refuses a number that would not fit in memory")
     p.add_argument("--scheduler", metavar="ADDRESS",

@@ -62,6 +62,13 @@ def using_device(name: str) -> Iterator[None]:
         _current.reset(token)
 
 
+def host_bytes(device: str, n: int) -> float:
+    """Host memory the dense phases on ``device`` need beyond the numpy path's: on
+    ``cpu-torch`` the second n×n Gram factor, whole (numpy builds G in row blocks). On
+    ``cuda`` the host holds G as on numpy; the GPU holds both n×n factors and the weights."""
+    return 8.0 * n * n if device == "cpu-torch" else 0.0
+
+
 def _torch_device(name: str) -> Any:
     import torch
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from absorb.budget import FLOAT_BYTES, human_seconds
+from absorb.budget import FLOAT_BYTES, Cost, human_seconds
+from absorb.certificates.devices import host_bytes
 from absorb.checkpoints.detection import LayerSpec, Plan
 from absorb.checkpoints.inspection import layer_cost, layer_row
 from absorb.checkpoints.reading import Checkpoint
@@ -49,10 +50,13 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
     """The rows of ``specs`` (in their order) and what the scan did (plan, cache use)."""
     start = time.perf_counter()
     act = plan.activation
-    costs = [layer_cost(spec, act) for spec in specs]
     # Y (d×d) exists only for not_absorbed verdicts of the relaxation (ungated, odd part
     # linear); kept for the JSON output, every one of them at once in the worst case
     certifies = act.odd_part_linear and not act.gated
+    # held during the relaxation, on top of its peak (Cost's + is for jobs in sequence)
+    extra = [host_bytes(device, spec.n) if certifies else 0.0 for spec in specs]
+    costs = [Cost(c.bytes + e, c.flops) for c, e in
+             zip((layer_cost(spec, act) for spec in specs), extra, strict=True)]
     kept = float(sum(FLOAT_BYTES * s.d * s.d for s in specs)) \
         if keep_certificates and certifies else 0.0
     labels = [f"layer {s.label} (d={s.d}, n={s.n})" for s in specs]
