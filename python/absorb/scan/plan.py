@@ -83,7 +83,8 @@ class ScanPlan:
         per = self.layer_peak_bytes * max(w.threads for w in self.workers)
         return (f"plan: {len(self.workers)} worker(s) ({self.where}), "
                 f"{human_bytes(per)} per worker, {human_bytes(self.total_bytes)} in all "
-                f"({human_bytes(self.available_bytes)} available); predicted "
+                f"({human_bytes(self.available_bytes) if self.available_bytes else 'no limit'}"
+                " available); predicted "
                 f"{human_seconds(self.wall_seconds)} ({human_seconds(self.serial_seconds)} on "
                 f"one worker; {self.assumption})")
 
@@ -91,45 +92,51 @@ class ScanPlan:
 def plan_scan(costs: Sequence[tuple[str, Cost]], kept: float, workers: Sequence[Worker],
               where: str, rate: float, *, memory: int | None = None) -> ScanPlan:
     """Check every layer, then the whole scan, against memory (AbsorbError naming a number of
-    workers that would fit); ``kept`` bytes of certificates are held by the driver, which
-    shares this machine with local workers. ``memory`` overrides the available memory."""
-    for label, cost in costs:  # a layer that fits nowhere is refused by name
-        require(cost, label, memory=memory)
+    workers that would fit): local workers share this machine's memory with the driver, which
+    holds ``kept`` bytes of certificates; a Dask worker has its own memory limit (0: none
+    set). ``memory`` overrides this machine's available memory."""
+    local = all(w.memory is None for w in workers)
     avail = float(available_memory() if memory is None else memory)
     limit = MEMORY_SHARE * avail
+    for label, cost in costs:  # a layer that fits nowhere is refused by name (and by time)
+        require(cost if local else Cost(0.0, cost.flops), label, memory=memory)
     peak = max((c.bytes for _, c in costs), default=0.0)
-    local = [w for w in workers if w.memory is None]
-    slots_local = sum(w.threads for w in local)
-    total = peak * slots_local + kept
-    if total > limit:
+    slots = sum(w.threads for w in workers)
+    total = peak * slots + kept
+    kept_text = (f" plus {human_bytes(kept)} of earlier certificates kept for the JSON output"
+                 if kept else "")
+    if local and total > limit:
         fit = int((limit - kept) // peak) if peak > 0 and limit > kept else 0
-        kept_text = (f" plus {human_bytes(kept)} of earlier certificates kept for the JSON "
-                     "output" if kept else "")
         advice = (f"use --workers {fit} or fewer" if fit >= 1 else
                   "drop --json (certificates are then not kept)" if kept else "")
         raise AbsorbError(f"the scan would need {human_bytes(total)} of memory "
-                          f"({slots_local} worker(s) x {human_bytes(peak)}{kept_text}); "
+                          f"({slots} worker(s) x {human_bytes(peak)}{kept_text}); "
                           f"{human_bytes(limit)} is available" + (f": {advice}" if advice
                                                                     else ""))
-    for w in workers:
-        if w.memory is not None and w.memory > 0 and peak * w.threads > MEMORY_SHARE * w.memory:
-            raise AbsorbError(f"Dask worker {w.name} runs {w.threads} task(s) at a time of up "
-                              f"to {human_bytes(peak)} each but has a memory limit of "
-                              f"{human_bytes(w.memory)}: start it with fewer threads "
-                              "(--nthreads) or more memory")
+    if not local:
+        if kept > limit:
+            raise AbsorbError(f"the scan would keep {human_bytes(kept)} of certificates for the "
+                              f"JSON output here; {human_bytes(limit)} is available: drop "
+                              "--json (certificates are then not kept)")
+        for w in workers:
+            if w.memory and peak * w.threads > MEMORY_SHARE * w.memory:
+                raise AbsorbError(f"Dask worker {w.name} runs {w.threads} task(s) at a time of "
+                                  f"up to {human_bytes(peak)} each but has a memory limit of "
+                                  f"{human_bytes(w.memory)}: start it with fewer threads "
+                                  "(--nthreads) or more memory")
+        avail = float(sum(w.memory or 0 for w in workers))
     seconds = [c.flops / rate for _, c in costs]
     n_cores = cores()
     if local:
         # each local worker's BLAS gets cores // workers threads (pool.py); the measured rate
         # used all the cores, so a layer takes max(cores / threads, workers) times longer
-        slots = slots_local
         factor = max(n_cores / blas_threads(slots), slots)
         wall = makespan([s * factor for s in seconds], slots)
         assumption = f"{n_cores} cores shared at the measured GEMM rate {rate:.3g} flop/s"
     else:
         # a Dask worker running t tasks at a time shares its cores among them
         threads = max(w.threads for w in workers)
-        wall = makespan([s * threads for s in seconds], sum(w.threads for w in workers))
+        wall = makespan([s * threads for s in seconds], slots)
         assumption = f"each Dask worker assumed as fast as this machine ({rate:.3g} flop/s)"
     return ScanPlan(where, tuple(workers), peak, kept, total, avail,
                     math.fsum(c.flops for _, c in costs), math.fsum(seconds), wall, assumption)
