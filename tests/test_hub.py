@@ -45,6 +45,8 @@ def test_parse_hub_id() -> None:
     assert parse_hub_id("EleutherAI/pythia-70m@v1.0") == ("EleutherAI/pythia-70m", "v1.0")
     assert parse_hub_id("name") is None and parse_hub_id("a/b/c") is None
     assert parse_hub_id("/abs/path") is None
+    assert parse_hub_id("dir/model.safetensors") is None
+    assert parse_hub_id("dir/model.safetensors.index.json") is None
 
 
 def test_a_model_id_is_read_from_the_cache(hub: Path) -> None:

@@ -26,9 +26,13 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 def parse_hub_id(text: str) -> tuple[str, str | None] | None:
-    """(repo id, revision or None) when ``text`` has the form ``org/name[@revision]``."""
+    """(repo id, revision or None) when ``text`` has the form ``org/name[@revision]`` and
+    does not name a checkpoint file (``….safetensors``, ``….json``: a mistyped path is not
+    looked up on the Hub)."""
     m = _ID.fullmatch(text)
-    return None if m is None else (m["repo"], m["rev"])
+    if m is None or m["repo"].endswith((".safetensors", ".json")):
+        return None
+    return m["repo"], m["rev"]
 
 
 def hub_cache() -> Path:
