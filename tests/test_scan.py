@@ -48,15 +48,20 @@ def results(res: dict[str, object]) -> list[Any]:
     return list(rows)
 
 
-def test_dask_and_pool_give_the_serial_results(model: Path) -> None:
+def test_dask_and_pool_give_the_serial_results(model: Path, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     serial = inspect_checkpoint(model, **PATTERNS)
     verdicts = [r["verdict"] for r in serial["layers"]]  # type: ignore[attr-defined]
     assert len(set(verdicts)) > 1  # planted and generic layers: not one verdict everywhere
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
-        on_dask = inspect_checkpoint(model, scheduler=cluster.scheduler_address, **PATTERNS)
+        on_dask = inspect_checkpoint(model, scheduler=cluster.scheduler_address,
+                                     cache_dir=tmp_path / "cache", **PATTERNS)
     assert results(on_dask) == results(serial)
+    # what the cluster cached, a serial run reads back unchanged
+    from_cache = inspect_checkpoint(model, cache_dir=tmp_path / "cache", **PATTERNS)
+    assert from_cache["scan"]["cached_layers"] == LAYERS  # type: ignore[index]
+    assert results(from_cache) == results(serial)
     scan = on_dask["scan"]
     assert scan["plan"]["workers"] == 2 and "Dask" in scan["runner"]  # type: ignore[index]
     pooled = inspect_checkpoint(model, workers=2, **PATTERNS)
