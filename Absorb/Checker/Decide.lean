@@ -41,18 +41,24 @@ namespace Checker
 
 /-! ### Searches and sums over `Fin n` -/
 
-/-- The largest `i < m` (with `m ≤ n`) such that `p i`, or `none`. -/
+/-- The first of two options that is `some`. -/
+def firstSome {α : Type} : Option α → Option α → Option α
+  | some a, _ => some a
+  | none, b => b
+
+/-- The smallest `i < m` (with `m ≤ n`) such that `p i`, or `none`. -/
 def findBelow {n : Nat} (p : Fin n → Prop) [DecidablePred p] : (m : Nat) → m ≤ n → Option (Fin n)
   | 0, _ => none
   | m + 1, h =>
-    if p ⟨m, Nat.lt_of_succ_le h⟩ then some ⟨m, Nat.lt_of_succ_le h⟩
-    else findBelow p m (Nat.le_of_succ_le h)
+    firstSome (findBelow p m (Nat.le_of_succ_le h))
+      (if p ⟨m, Nat.lt_of_succ_le h⟩ then some ⟨m, Nat.lt_of_succ_le h⟩ else none)
 
 /-- One step of `findBelow`, as an equation. -/
-theorem findBelow_succ {n : Nat} (p : Fin n → Prop) [DecidablePred p] (m : Nat) (h : m + 1 ≤ n) :
+theorem findBelow_succ {n : Nat} (p : Fin n → Prop) [DecidablePred p] (m : Nat)
+    (h : m + 1 ≤ n) :
     findBelow p (m + 1) h =
-      if p ⟨m, Nat.lt_of_succ_le h⟩ then some ⟨m, Nat.lt_of_succ_le h⟩
-      else findBelow p m (Nat.le_of_succ_le h) :=
+      firstSome (findBelow p m (Nat.le_of_succ_le h))
+        (if p ⟨m, Nat.lt_of_succ_le h⟩ then some ⟨m, Nat.lt_of_succ_le h⟩ else none) :=
   rfl
 
 /-- What `findBelow` finds satisfies the predicate. -/
@@ -64,13 +70,22 @@ theorem findBelow_some {n : Nat} (p : Fin n → Prop) [DecidablePred p] (m : Nat
     cases h0
   | succ m ih =>
     rw [findBelow_succ] at hf
-    by_cases hp : p ⟨m, Nat.lt_of_succ_le h⟩
-    · rw [if_pos hp] at hf
-      have h1 : (⟨m, Nat.lt_of_succ_le h⟩ : Fin n) = i := Option.some.inj hf
-      rw [← h1]
-      exact hp
-    · rw [if_neg hp] at hf
-      exact ih (Nat.le_of_succ_le h) hf
+    cases hprev : findBelow p m (Nat.le_of_succ_le h) with
+    | some j =>
+      rw [hprev] at hf
+      have h1 : (some j : Option (Fin n)) = some i := hf
+      rw [Option.some.inj h1] at hprev
+      exact ih (Nat.le_of_succ_le h) hprev
+    | none =>
+      rw [hprev] at hf
+      have h1 : (if p ⟨m, Nat.lt_of_succ_le h⟩ then some ⟨m, Nat.lt_of_succ_le h⟩ else none) =
+          some i := hf
+      by_cases hp : p ⟨m, Nat.lt_of_succ_le h⟩
+      · rw [if_pos hp] at h1
+        rw [← Option.some.inj h1]
+        exact hp
+      · rw [if_neg hp] at h1
+        cases h1
 
 /-- When `findBelow` finds nothing, no `i < m` satisfies the predicate. -/
 theorem findBelow_none {n : Nat} (p : Fin n → Prop) [DecidablePred p] (m : Nat) (h : m ≤ n)
@@ -79,17 +94,24 @@ theorem findBelow_none {n : Nat} (p : Fin n → Prop) [DecidablePred p] (m : Nat
   | zero => exact absurd hi (Nat.not_lt_zero _)
   | succ m ih =>
     rw [findBelow_succ] at hf
-    by_cases hp : p ⟨m, Nat.lt_of_succ_le h⟩
-    · rw [if_pos hp] at hf
-      cases hf
-    · rw [if_neg hp] at hf
+    cases hprev : findBelow p m (Nat.le_of_succ_le h) with
+    | some j =>
+      rw [hprev] at hf
+      have h1 : (some j : Option (Fin n)) = none := hf
+      cases h1
+    | none =>
+      rw [hprev] at hf
+      have h1 : (if p ⟨m, Nat.lt_of_succ_le h⟩ then some ⟨m, Nat.lt_of_succ_le h⟩ else none) =
+          none := hf
       by_cases him : i.val = m
-      · have h1 : i = ⟨m, Nat.lt_of_succ_le h⟩ := Fin.eq_of_val_eq him
-        rw [h1]
-        exact hp
-      · exact ih (Nat.le_of_succ_le h) hf (by omega)
+      · have h2 : i = ⟨m, Nat.lt_of_succ_le h⟩ := Fin.eq_of_val_eq him
+        rw [h2]
+        intro hp
+        rw [if_pos hp] at h1
+        cases h1
+      · exact ih (Nat.le_of_succ_le h) hprev (by omega)
 
-/-- An `i : Fin n` with `p i`, or `none` (the largest such `i`). -/
+/-- The smallest `i : Fin n` with `p i`, or `none`. -/
 def findFin (n : Nat) (p : Fin n → Prop) [DecidablePred p] : Option (Fin n) :=
   findBelow p n (Nat.le_refl n)
 
@@ -103,7 +125,8 @@ theorem findFin_none (n : Nat) (p : Fin n → Prop) [DecidablePred p]
     (hf : findFin n p = none) (i : Fin n) : ¬ p i :=
   findBelow_none p n (Nat.le_refl n) hf i i.isLt
 
-/-- A pair `(i, k)` with `p i k`, or `none`. -/
+/-- A pair `(i, k)` with `p i k`, or `none`: the smallest `i` that has such a `k`, with its
+smallest `k`. -/
 def findPair (n m : Nat) (p : Fin n → Fin m → Prop) [∀ i k, Decidable (p i k)] :
     Option (Fin n × Fin m) :=
   (findFin n fun i => (findFin m (p i)).isSome = true).bind fun i =>
