@@ -47,7 +47,8 @@ def firstSome {α : Type} : Option α → Option α → Option α
   | none, b => b
 
 /-- The smallest `i < m` (with `m ≤ n`) such that `p i`, or `none`. -/
-def findBelow {n : Nat} (p : Fin n → Prop) [DecidablePred p] : (m : Nat) → m ≤ n → Option (Fin n)
+def findBelow {n : Nat} (p : Fin n → Prop) [DecidablePred p] :
+    (m : Nat) → m ≤ n → Option (Fin n)
   | 0, _ => none
   | m + 1, h =>
     firstSome (findBelow p m (Nat.le_of_succ_le h))

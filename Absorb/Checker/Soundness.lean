@@ -82,19 +82,19 @@ theorem conditionFailure_eq_none_iff (B : Block) (mask : Fin B.n → Bool) :
     B.conditionFailure mask = none ↔ IndexSetCond B.A B.up B.down (maskSet mask) := by
   constructor
   · intro h j k
-    exact (lhs_eq B mask j k).symm.trans (B.lhs_eq_of_conditionFailure_eq_none h j k)
+    exact (lhs_eq B mask j k).symm.trans (Block.lhs_eq_of_conditionFailure_eq_none h j k)
   · intro h
     cases hf : B.conditionFailure mask with
     | none => rfl
     | some p =>
       exact absurd ((lhs_eq B mask p.1 p.2).trans (h p.1 p.2))
-        (B.lhs_ne_of_conditionFailure_eq_some (j := p.1) (k := p.2) hf)
+        (Block.lhs_ne_of_conditionFailure_eq_some (j := p.1) (k := p.2) hf)
 
 /-- A failing entry reported by the search really fails. -/
 theorem lhs_ne_of_conditionFailure {B : Block} {mask : Fin B.n → Bool} {j k : Fin B.d}
     (h : B.conditionFailure mask = some (j, k)) :
     ∑ i ∈ maskSet mask, B.down j i * B.up i k ≠ -B.A j k :=
-  fun h' => B.lhs_ne_of_conditionFailure_eq_some h ((lhs_eq B mask j k).trans h')
+  fun h' => Block.lhs_ne_of_conditionFailure_eq_some h ((lhs_eq B mask j k).trans h')
 
 /-! ### The block over `ℝ` -/
 
@@ -196,13 +196,13 @@ columns of `W_down` are nonzero — the hypotheses of `Absorb.indexSetCond_of_ab
 theorem hypotheses_of_hypothesisFailure_eq_none {B : Block} (h : B.hypothesisFailure = none) :
     (∀ i, B.realW.up i ≠ 0) ∧ (∀ i j, i ≠ j → ∀ μ : ℝ, B.realW.up i ≠ μ • B.realW.up j) ∧
       (∀ i, ∃ r, B.realW.down r i ≠ 0) := by
-  obtain ⟨h1, h2, h3⟩ := B.searches_of_hypothesisFailure_eq_none h
+  obtain ⟨h1, h2, h3⟩ := Block.searches_of_hypothesisFailure_eq_none h
   refine ⟨fun i => ?_, fun i j hij μ => ?_, fun i => ?_⟩
-  · obtain ⟨k, hk⟩ := B.exists_up_ne_zero h1 i
+  · obtain ⟨k, hk⟩ := Block.exists_up_ne_zero h1 i
     exact realUp_row_ne_zero hk
-  · obtain ⟨k, l, hkl⟩ := B.exists_minor_ne h2 hij
+  · obtain ⟨k, l, hkl⟩ := Block.exists_minor_ne h2 hij
     exact realUp_row_ne_smul hkl μ
-  · obtain ⟨r, hr⟩ := B.exists_down_ne_zero h3 i
+  · obtain ⟨r, hr⟩ := Block.exists_down_ne_zero h3 i
     exact ⟨r, realDown_col_ne_zero hr⟩
 
 /-! ### The dual certificate over `ℚ` -/
@@ -339,7 +339,8 @@ CDF among them), the skip block `x ↦ A x + W_down GELU(W_up x)` is not absorba
 residual-free GELU blocks of the same width. -/
 theorem not_absorbable_geluWith_of_verdict {I : Input}
     (hv : (verdict I).name = "not_absorbable") {Φ : ℝ → ℝ}
-    (hTop : Filter.Tendsto Φ Filter.atTop (nhds 1)) (hBot : Filter.Tendsto Φ Filter.atBot (nhds 0)) :
+    (hTop : Filter.Tendsto Φ Filter.atTop (nhds 1))
+    (hBot : Filter.Tendsto Φ Filter.atBot (nhds 0)) :
     ¬ Absorbable (ungated (geluWith Φ) I.block.d I.block.n)
       (skipMap I.block.realA (ungated (geluWith Φ) I.block.d I.block.n) I.block.realW) := by
   obtain ⟨hS, hup, hcol, hdown⟩ := noIndexSet_and_hypotheses_of_verdict hv
@@ -375,7 +376,7 @@ theorem not_indexSetCond_of_verdict_eq_noIndexSet {I : Input}
   subst hI
   obtain ⟨hyp, hf⟩ := exists_eq_some_of_isSome hh
   exact ⟨not_indexSetCond_map_ratCast_of_checkDual B Y hd, hyp, hf,
-    B.fails_of_hypothesisFailure_eq_some hf⟩
+    Block.fails_of_hypothesisFailure_eq_some hf⟩
 
 /-- **`"hypothesis_fails"` means that a hypothesis fails** at the reported indices (and the
 certificate does not refute every index set). -/
@@ -386,7 +387,7 @@ theorem fails_of_verdict_eq_hypothesisFails {I : Input}
     dual_of_verdict_name (b := false) (o := some (Hypothesis.zeroRow 0)) hv
   subst hI
   obtain ⟨hyp, hf⟩ := exists_eq_some_of_isSome hh
-  exact ⟨hyp, hf, B.fails_of_hypothesisFailure_eq_some hf⟩
+  exact ⟨hyp, hf, Block.fails_of_hypothesisFailure_eq_some hf⟩
 
 /-- **`"certificate_fails"` means that the certificate does not refute every index set**: the
 condition `Absorb.DualCond` fails over `ℚ` (the hypotheses hold). -/
