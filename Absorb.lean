@@ -8,6 +8,8 @@ import Absorb.Parity
 import Absorb.IndexSet
 import Absorb.Dual
 import Absorb.Generic
-import Absorb.Checker
+import Absorb.Checker.Reader
+import Absorb.Checker.Decide
+import Absorb.Checker.Soundness
 import Absorb.BiasBlowup
 import Absorb.Necessary

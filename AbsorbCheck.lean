@@ -1,25 +1,25 @@
-import Absorb.Checker
+import Absorb.Checker.Decide
 
 /-!
 # `lake exe absorb-check FILE.json`
 
-The executable root of the exact checker. It reads `FILE.json` (an ungated block with rational
-weights and either a candidate index set `S` or a dual certificate `Y`; format in
-`Absorb/Checker.lean`), runs `Absorb.Checker.processInput` and prints one line of JSON on
+The executable root of the exact checker. It imports only the reader
+(`Absorb.Checker.Reader`, core Lean) and the decision procedure (`Absorb.Checker.Decide`,
+Batteries' `Rat`), so linking it compiles no Mathlib module; the soundness theorems live in
+`Absorb.Checker.Soundness`, which `lake build` checks.
+
+It reads `FILE.json` (format `absorb-check/2`: the activation, `W_up`, `W_down`, optional
+`A_skip`, `b_up`, `b_down`, and an index set `S` or a dual certificate `Y`; see
+`Absorb.Checker.Reader`), runs `Absorb.Checker.processInput` and prints one line of JSON on
 stdout:
 
-* the verdict object, exit code `0`: `"verdict": "absorbed"` or `"condition_fails"` for `S`,
-  `"no_index_set"` or `"certificate_fails"` for `Y`;
-* `{"error": "..."}` for a missing, unreadable or malformed file (unknown keys, absurd number
-  exponents included), or a usage error, exit code `2`.
-
-The verdict is `Absorb.Checker.verdict` of the very input built from the file, a function of
-`Absorb.Checker.check` / `Absorb.Checker.checkDual`, so the soundness theorems apply to what is
-printed: `"absorbed"` gives the index-set condition
-(`Absorb.Checker.indexSetCond_of_verdict_eq_absorbed`, then
-`Absorb.Checker.absorbable_of_check`), `"no_index_set"` proves that no index set exists
-(`Absorb.Checker.not_indexSetCond_of_verdict_eq_noIndexSet`,
-`Absorb.Checker.not_indexSetCond_map_ratCast_of_checkDual`).
+* the report, exit code `0`: its `"verdict"` is `Absorb.Checker.Verdict.name` of
+  `Absorb.Checker.verdict I` for the very input `I` built from the file — `"absorbed"` or
+  `"condition_fails"` for `S`; `"not_absorbable"`, `"no_index_set"`, `"hypothesis_fails"` or
+  `"certificate_fails"` for `Y` — so the theorems of `Absorb.Checker.Soundness` apply to what
+  is printed;
+* `{"error": "...", "exit": 2}` for a missing, unreadable or malformed file, or a usage error,
+  with `error: ...` on stderr and exit code `2`.
 -/
 
 namespace AbsorbCheck
@@ -32,26 +32,27 @@ def readText (path : String) : IO (Except String String) := do
   catch e =>
     return Except.error s!"cannot read {path}: {e}"
 
-/-- Checks the file at `path`: prints the verdict (exit code `0`) or the error object (exit
-code `2`). -/
+/-- Reports bad input: the error object on stdout, one line on stderr, exit code `2`. -/
+def refuse (msg : String) : IO UInt32 := do
+  IO.println (Absorb.Checker.errorJson msg)
+  IO.eprintln s!"error: {msg}"
+  return 2
+
+/-- Checks the file at `path`: prints the report (exit code `0`) or refuses it (exit code
+`2`). -/
 def runFile (path : String) : IO UInt32 := do
   let text ← readText path
   match text >>= Absorb.Checker.processInput with
-  | Except.ok verdict =>
-    IO.println verdict.compress
+  | Except.ok line =>
+    IO.println line
     return 0
-  | Except.error msg =>
-    IO.println (Absorb.Checker.errorJson msg).compress
-    return 2
+  | Except.error msg => refuse msg
 
 end AbsorbCheck
 
-/-- `absorb-check FILE.json`: decide the index-set condition (candidate `S`) or the dual
-certificate (`Y`) of the block in `FILE.json` exactly over `ℚ` and print the JSON verdict.
-Exit code `0` when a verdict was printed, `2` on bad input or a usage error. -/
+/-- `absorb-check FILE.json`: decide the block in `FILE.json` exactly over `ℚ` and print the
+JSON report. Exit code `0` when a verdict was printed, `2` on bad input or a usage error. -/
 def main (args : List String) : IO UInt32 :=
   match args with
   | [path] => AbsorbCheck.runFile path
-  | _ => do
-    IO.println (Absorb.Checker.errorJson "usage: absorb-check FILE.json").compress
-    return 2
+  | _ => AbsorbCheck.refuse "usage: absorb-check FILE.json"

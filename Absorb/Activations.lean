@@ -1,4 +1,4 @@
-import Mathlib
+import Mathlib.Analysis.SpecialFunctions.Trigonometric.Basic
 
 /-!
 # The activations of the paper

@@ -1,4 +1,5 @@
-import Mathlib
+import Mathlib.Data.Matrix.Mul
+import Mathlib.Data.Real.Basic
 
 /-!
 # Blocks, skip connections and absorption

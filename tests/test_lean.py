@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import threading
 import time
+from fractions import Fraction
+from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -264,11 +268,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-# A reference checker for the fake `lake exe absorb-check`: W_down[:,S] W_up[S,:] = -A over Q.
+# A reference checker for the fake `lake exe absorb-check`: W_down[:,S] W_up[S,:] = -A over Q;
+# a document of another format is refused (exit 2, error object), as the real checker does.
 FAKE_CHECKER = """
 import json, sys
 from fractions import Fraction as Q
 j = json.load(open(sys.argv[1]))
+if j.get("format") != "absorb-check/2":
+    print(json.dumps({"error": "format", "exit": 2})); sys.exit(2)
 up = [[Q(v) for v in r] for r in j["W_up"]]
 down = [[Q(v) for v in r] for r in j["W_down"]]
 d, S = len(down), j["S"]
@@ -343,43 +350,141 @@ def test_python_checker_cases_are_decided_correctly() -> None:
     from absorb.certificates import index_set_residual
 
     cases = lean.python_checker_cases(np.random.default_rng(0))
-    assert [expected["verdict"] for _, _, expected in cases] == ["absorbed", "condition_fails"]
+    verdicts = [expected["checker"]["verdict"] for _, _, expected in cases]  # type: ignore[index]
+    assert verdicts == ["absorbed", "condition_fails"]
     for _, payload, expected in cases:
+        assert payload["format"] == "absorb-check/2" and payload["activation"] == "relu"
         residual = index_set_residual(payload["W_up"], payload["W_down"], payload["S"])
-        assert (residual == 0) == (expected["verdict"] == "absorbed")
+        assert (residual == 0) == (expected["checker"]["verdict"] == "absorbed")  # type: ignore[index]
 
 
-def test_checker_agreement_on_the_lean_fixtures() -> None:
-    fixtures = Path(__file__).parent / "fixtures" / "lean"
-    for expected_path in sorted(fixtures.glob("*.expected.json")):
-        text = expected_path.read_text(encoding="utf-8")
-        expected = json.loads(text)
-        assert lean.checker_agrees("lake noise\n" + text, expected)[0]
-        altered = {**expected, "verdict": "something else"}
-        assert not lean.checker_agrees(text, altered)[0]
-    assert not lean.checker_agrees("not json", {"verdict": "absorbed"})[0]
+def test_checker_agreement_rules() -> None:
+    """An accepted vector needs exit 0 and every expected key; a refused one needs a nonzero
+    exit and an error object; anything that is not a JSON object never agrees."""
+    report = json.dumps({"verdict": "absorbed", "S": [0, 1], "d": 2})
+    accepted = {"accepted": True, "checker": {"verdict": "absorbed", "S": [0, 1]}}
+    assert lean.checker_agrees(0, "lake noise\n" + report, accepted)[0]
+    assert not lean.checker_agrees(2, report, accepted)[0]
+    assert not lean.checker_agrees(0, report, {"accepted": True,
+                                               "checker": {"verdict": "condition_fails"}})[0]
+    assert lean.checker_agrees(0, report, {"accepted": True})[0]
+    error = json.dumps({"error": "duplicate key", "exit": 2})
+    assert lean.checker_agrees(2, error, {"accepted": False, "reason": "duplicate"})[0]
+    assert not lean.checker_agrees(0, error, {"accepted": False})[0]
+    assert not lean.checker_agrees(2, report, {"accepted": False})[0]
+    assert not lean.checker_agrees(0, "not json", {"accepted": True})[0]
 
 
-def test_dual_fixtures_agree_with_the_python_dual_checker() -> None:
-    """The Lean checker's dual-certificate fixtures (verdict and the three compared numbers)
-    are what the independent Python checker computes on the same exact inputs."""
-    from fractions import Fraction
+# An oracle for the checker's verdicts, independent of the package: exact Fractions, every index
+# set enumerated, the hypotheses of indexSetCond_of_absorbable_relu checked entry by entry.
 
+def _fraction(v: object) -> Fraction:
+    assert not isinstance(v, bool) and isinstance(v, int | str | Fraction)
+    return Fraction(v)
+
+
+def _oracle(doc: dict[str, Any]) -> dict[str, object]:
+    up = [[_fraction(v) for v in r] for r in doc["W_up"]]
+    down = [[_fraction(v) for v in r] for r in doc["W_down"]]
+    n, d = len(up), len(up[0])
+    A = ([[_fraction(v) for v in r] for r in doc["A_skip"]] if "A_skip" in doc
+         else [[Fraction(int(j == k)) for k in range(d)] for j in range(d)])
+
+    def cond(S: tuple[int, ...]) -> list[tuple[int, int]]:
+        return [(j, k) for j in range(d) for k in range(d)
+                if sum((down[j][i] * up[i][k] for i in S), Fraction(0)) != -A[j][k]]
+
+    if "S" in doc:
+        failing = cond(tuple(doc["S"]))
+        return {"verdict": "condition_fails" if failing else "absorbed",
+                **({"failing_entry": {"row": failing[0][0], "col": failing[0][1]}}
+                   if failing else {})}
+    Y = [[_fraction(v) for v in r] for r in doc["Y"]]
+    c = [sum(down[j][i] * Y[j][k] * up[i][k] for j in range(d) for k in range(d))
+         for i in range(n)]
+    neg = -sum(A[j][k] * Y[j][k] for j in range(d) for k in range(d))
+    lower, upper = sum(min(x, 0) for x in c), sum(max(x, 0) for x in c)
+    holds = neg < lower or upper < neg
+    if holds:  # the certificate's claim, re-checked by brute force
+        assert all(cond(S) for r in range(n + 1) for S in combinations(range(n), r))
+    hyp: object = "hold"
+    zero_rows = [i for i in range(n) if not any(up[i])]
+    collinear = [(i, j) for i in range(n) for j in range(n) if i != j and all(
+        up[i][k] * up[j][m] == up[i][m] * up[j][k] for k in range(d) for m in range(d))]
+    zero_cols = [i for i in range(n) if not any(down[r][i] for r in range(d))]
+    if zero_rows:
+        hyp = {"hypothesis": "nonzero_rows", "row": zero_rows[0]}
+    elif collinear:
+        hyp = {"hypothesis": "noncollinear_rows", "rows": list(collinear[0])}
+    elif zero_cols:
+        hyp = {"hypothesis": "nonzero_columns", "column": zero_cols[0]}
+    verdict = {(True, True): "not_absorbable", (True, False): "no_index_set",
+               (False, False): "hypothesis_fails", (False, True): "certificate_fails"}
+    return {"verdict": verdict[holds, hyp == "hold"], "hypotheses": hyp,
+            "neg_pairing": str(neg), "lower": str(lower), "upper": str(upper)}
+
+
+CHECKER_VECTORS = [(path, expected) for path, expected in lean.conformance_vectors(REPO)
+                   if "checker" in expected]
+
+
+def test_checker_vectors_cover_every_verdict() -> None:
+    verdicts = {expected["checker"]["verdict"] for _, expected in CHECKER_VECTORS}  # type: ignore[index]
+    assert verdicts == {"absorbed", "condition_fails", "not_absorbable", "no_index_set",
+                        "hypothesis_fails", "certificate_fails"}
+    activations = {(json.loads(p.read_text())["activation"], "b_up" in p.read_text())
+                   for p, e in CHECKER_VECTORS if e["checker"]["verdict"] == "not_absorbable"}  # type: ignore[index]
+    assert activations == {("relu", False), ("gelu", False), ("gelu", True)}
+
+
+@pytest.mark.parametrize("vector", [p for p, _ in CHECKER_VECTORS],
+                         ids=[p.stem for p, _ in CHECKER_VECTORS])
+def test_checker_vector_verdicts_match_an_exact_oracle(vector: Path) -> None:
+    """What the Lean checker must print on each vector is what an exact brute-force oracle says;
+    the dual numbers are also those of the package's own exact dual checker."""
     from absorb.certificates.verify import check_dual
 
-    fixtures = Path(__file__).parent / "fixtures" / "lean"
-    cases = sorted(fixtures.glob("dual_*.expected.json"))
-    assert len(cases) == 2
-    for expected_path in cases:
-        expected = json.loads(expected_path.read_text(encoding="utf-8"))
-        name = expected_path.name.removesuffix(".expected.json")
-        payload = json.loads((fixtures / f"{name}.json").read_text(encoding="utf-8"))
-        check = check_dual(payload["W_up"], payload["W_down"], payload["Y"],
-                           payload.get("A_skip"), exact=True)
-        assert expected["verdict"] == ("no_index_set" if check.valid else "certificate_fails")
-        assert Fraction(expected["neg_pairing"]) == check.value
-        assert Fraction(expected["lower"]) == check.lower
-        assert Fraction(expected["upper"]) == check.upper
+    doc = json.loads(vector.read_text(encoding="utf-8"), parse_float=Fraction)
+    expected = dict(lean.conformance_vectors(REPO))[vector]["checker"]
+    oracle = _oracle(doc)
+    assert isinstance(expected, dict)
+    for key, value in oracle.items():
+        if key == "failing_entry":
+            assert {k: expected[key][k] for k in ("row", "col")} == value
+        else:
+            assert expected[key] == value, key
+    if "Y" in doc:
+        check = check_dual(doc["W_up"], doc["W_down"], doc["Y"], doc.get("A_skip"), exact=True)
+        assert (Fraction(expected["neg_pairing"]), Fraction(expected["lower"]),
+                Fraction(expected["upper"])) == (check.value, check.lower, check.upper)
+
+
+BARE_IMPORT = re.compile(r"^\s*import\s+Mathlib\s*(--.*)?$", re.MULTILINE)
+
+
+def test_no_lean_file_imports_all_of_mathlib() -> None:
+    """Each Lean file imports the modules it uses (issue: `import Mathlib` made the checker's
+    first build compile all of Mathlib's native code)."""
+    files = [REPO / "AbsorbCheck.lean", REPO / "Absorb.lean", REPO / "AbsorbExercises.lean",
+             *(REPO / "Absorb").rglob("*.lean"), *(REPO / "AbsorbExercises").rglob("*.lean")]
+    offenders = [str(f.relative_to(REPO)) for f in files
+                 if f.is_file() and BARE_IMPORT.search(f.read_text(encoding="utf-8"))]
+    assert offenders == []
+    assert BARE_IMPORT.search("import Absorb.Basic\nimport Mathlib\n")
+    assert not BARE_IMPORT.search("import Mathlib.Data.Real.Basic\n")
+
+
+def test_checker_executable_imports_no_mathlib_module() -> None:
+    """`lake exe absorb-check` compiles the closure of AbsorbCheck: the reader and the decision
+    module only, neither of which imports Mathlib (the soundness module is `lake build`'s)."""
+    imports = {f: re.findall(r"^import\s+(\S+)", (REPO / f).read_text(encoding="utf-8"),
+                             re.MULTILINE)
+               for f in ("AbsorbCheck.lean", "Absorb/Checker/Decide.lean",
+                         "Absorb/Checker/Reader.lean")}
+    assert imports == {"AbsorbCheck.lean": ["Absorb.Checker.Decide"],
+                       "Absorb/Checker/Decide.lean": ["Batteries.Data.Rat.Basic",
+                                                      "Absorb.Checker.Reader"],
+                       "Absorb/Checker/Reader.lean": []}
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:

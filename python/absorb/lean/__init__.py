@@ -11,7 +11,7 @@ Entry points, all keyed on the manifest (:mod:`absorb.manifest`):
 * :func:`verify` runs ``lake build`` (:mod:`absorb.lean.toolchain`: own process group,
   timeout, clean kill), parses its diagnostics and ``#print axioms`` output
   (:mod:`absorb.lean.output`), classifies each theorem, and runs the compiled checker on
-  fixtures and on cases decided in Python (:mod:`absorb.lean.checker`).
+  the shared conformance vectors and on cases decided in Python (:mod:`absorb.lean.checker`).
 * :func:`verify_dojo` (:mod:`absorb.lean.dojo`, extra ``absorb[dojo]``) traces the
   repository with LeanDojo and exports each manifest theorem's tactic-by-tactic goal states.
 
@@ -28,7 +28,13 @@ from absorb.lean.audit import (
     parse_lakefile_lean,
     parse_lakefile_toml,
 )
-from absorb.lean.checker import checker_agrees, python_checker_cases, run_checker
+from absorb.lean.checker import (
+    checker_agrees,
+    checker_output,
+    conformance_vectors,
+    python_checker_cases,
+    run_checker,
+)
 from absorb.lean.dojo import verify_dojo
 from absorb.lean.output import (
     NATIVE_AXIOMS,
@@ -65,7 +71,9 @@ __all__ = [
     "audit",
     "axiom_probe",
     "checker_agrees",
+    "checker_output",
     "classify_axioms",
+    "conformance_vectors",
     "failed_modules",
     "find_lake",
     "lean_libs",

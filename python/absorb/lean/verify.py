@@ -1,4 +1,5 @@
-"""``verify``: build the library with ``lake``, audit the axioms, run the checker."""
+"""``verify``: build the library with ``lake``, audit the axioms, run the checker on the shared
+conformance vectors and on cases decided in Python (:mod:`absorb.lean.checker`)."""
 
 from __future__ import annotations
 
