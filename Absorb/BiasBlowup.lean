@@ -161,9 +161,7 @@ theorem biasedMap_zero_biases (σ : ℝ → ℝ) (W : UngatedWeights d n) (x : F
     biasedMap σ (BiasedWeights.mk W.up W.down 0 0) x = ungatedMap σ W x := by
   show W.down *ᵥ (fun i => σ ((W.up *ᵥ x) i + (0 : Fin n → ℝ) i)) + 0 =
     W.down *ᵥ fun i => σ ((W.up *ᵥ x) i)
-  first
-    | (simp only [Pi.zero_apply, add_zero]; done)
-    | simp
+  simp only [Pi.zero_apply, add_zero]
 
 /-- **bias_blowup without biases** (ours): for `σ` ReLU at infinity, if the bias-free skip
 block `x ↦ A x + W_down σ(W_up x)` is absorbable by bias-free `σ`-blocks of width `n`, then the
@@ -201,10 +199,8 @@ theorem reluAtInfinity_relu : ReluAtInfinity relu := by
   rw [hlin, eq_div_iff ht.ne']
   rcases le_total (z + c * t⁻¹) 0 with hu | hu
   · have htu : t * (z + c * t⁻¹) ≤ 0 := by
-      first
-      | nlinarith
-      | (have h2 : t * (z + c * t⁻¹) ≤ t * 0 := mul_le_mul_of_nonneg_left hu ht.le
-         rwa [mul_zero] at h2)
+      have h2 : t * (z + c * t⁻¹) ≤ t * 0 := mul_le_mul_of_nonneg_left hu ht.le
+      rwa [mul_zero] at h2
     rw [max_eq_right hu, max_eq_right htu, zero_mul]
   · have htu : 0 ≤ t * (z + c * t⁻¹) := mul_nonneg ht.le hu
     rw [max_eq_left hu, max_eq_left htu]
