@@ -290,9 +290,7 @@ theorem reluAtInfinity_geluWith {Φ : ℝ → ℝ} (hTop : Tendsto Φ atTop (�
 /-- The logistic sigmoid tends to `1` at `+∞`: `1 / (1 + e^{-w})` with `e^{-w} → 0`. -/
 theorem tendsto_sigmoid_atTop : Tendsto sigmoid atTop (𝓝 1) := by
   have he : Tendsto (fun w : ℝ => Real.exp (-w)) atTop (𝓝 0) := by
-    first
-    | exact Real.tendsto_exp_neg_atTop_nhds_zero
-    | exact Real.tendsto_exp_atBot.comp tendsto_neg_atTop_atBot
+    exact Real.tendsto_exp_neg_atTop_nhds_zero
   have h1 : Tendsto (fun w : ℝ => 1 + Real.exp (-w)) atTop (𝓝 (1 + 0)) :=
     tendsto_const_nhds.add he
   rw [add_zero] at h1
@@ -321,9 +319,7 @@ def geluTanhGate (w : ℝ) : ℝ :=
 theorem one_add_tanh_div_two (y : ℝ) : (1 + Real.tanh y) / 2 = sigmoid (2 * y) := by
   have hC : Real.cosh y ≠ 0 := (Real.cosh_pos y).ne'
   have h1 : Real.tanh y * Real.cosh y = Real.sinh y := by
-    first
-      | exact (eq_div_iff hC).1 (Real.tanh_eq_sinh_div_cosh y)
-      | exact (eq_div_iff hC).1 Real.tanh_eq_sinh_div_cosh
+    rw [Real.tanh_eq_sinh_div_cosh, div_mul_cancel₀ _ hC]
   have h2 : 2 * Real.sinh y = Real.exp y - Real.exp (-y) := by
     rw [Real.sinh_eq]
     ring
@@ -331,10 +327,8 @@ theorem one_add_tanh_div_two (y : ℝ) : (1 + Real.tanh y) / 2 = sigmoid (2 * y)
     rw [Real.cosh_eq]
     ring
   have h5 : Real.exp y * Real.exp (-y) = 1 := by
-    first
-      | (rw [Real.exp_neg y]; exact mul_inv_cancel₀ (Real.exp_pos y).ne')
-      | (rw [← Real.exp_add, add_neg_cancel, Real.exp_zero]; done)
-      | (rw [← Real.exp_add]; simp; done)
+    rw [Real.exp_neg y]
+    exact mul_inv_cancel₀ (Real.exp_pos y).ne'
   have hsq : Real.exp (-(2 * y)) = Real.exp (-y) * Real.exp (-y) := by
     rw [← Real.exp_add]
     congr 1
@@ -360,9 +354,7 @@ theorem geluTanhGate_add_neg (w : ℝ) : geluTanhGate w + geluTanhGate (-w) = 1 
   have ht : Real.tanh (Real.sqrt (2 / Real.pi) * (-w + 0.044715 * (-w) ^ 3)) =
       -Real.tanh (Real.sqrt (2 / Real.pi) * (w + 0.044715 * w ^ 3)) := by
     rw [harg]
-    first
-      | exact Real.tanh_neg _
-      | simp only [Real.tanh_eq_sinh_div_cosh, Real.sinh_neg, Real.cosh_neg, neg_div]
+    rw [Real.tanh_neg]
   show (1 + Real.tanh (Real.sqrt (2 / Real.pi) * (w + 0.044715 * w ^ 3))) / 2 +
       (1 + Real.tanh (Real.sqrt (2 / Real.pi) * (-w + 0.044715 * (-w) ^ 3))) / 2 = 1
   rw [ht]
