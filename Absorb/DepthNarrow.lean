@@ -166,8 +166,9 @@ is at most the width `m`. -/
 theorem card_pos_add_card_pos_neg_le (Q : Matrix (Fin m) (Fin d) ℝ) (x : Fin d → ℝ) :
     Fintype.card {j // 0 < (Q *ᵥ x) j} + Fintype.card {j // 0 < (Q *ᵥ -x) j} ≤ m := by
   rw [← Fintype.card_sum]
-  refine (Fintype.card_le_of_injective (Sum.elim Subtype.val Subtype.val) ?_).trans
-    (Fintype.card_fin m).le
+  refine (Fintype.card_le_of_injective
+    (Sum.elim Subtype.val Subtype.val :
+      {j // 0 < (Q *ᵥ x) j} ⊕ {j // 0 < (Q *ᵥ -x) j} → Fin m) ?_).trans (Fintype.card_fin m).le
   rintro (⟨i, hi⟩ | ⟨i, hi⟩) (⟨j, hj⟩ | ⟨j, hj⟩) h
   · have hij : i = j := h
     subst hij
