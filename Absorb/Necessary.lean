@@ -83,7 +83,8 @@ theorem relu_add_relu_neg (z : ℝ) : relu z + relu (-z) = |z| := by
 `(W_down σ(W_up x))_r = ∑_i (W_down)_{r i} σ(b_iᵀx)`, with `b_iᵀ` row `i` of `W_up`. -/
 theorem ungatedMap_apply (σ : ℝ → ℝ) (W : UngatedWeights d n) (x : Fin d → ℝ) (r : Fin d) :
     ungatedMap σ W x r = ∑ i, W.down r i * σ (W.up i ⬝ᵥ x) := by
-  simp only [ungatedMap, Matrix.mulVec, dotProduct]
+  show (W.down *ᵥ fun i => σ ((W.up *ᵥ x) i)) r = ∑ i, W.down r i * σ (W.up i ⬝ᵥ x)
+  simp only [Matrix.mulVec, dotProduct]
 
 /-- Coordinate `r` of the equation "residual-free ReLU block `V` = ReLU skip block `(A, W)`"
 at the point `x` (used for the paper's Theorem 8). -/
