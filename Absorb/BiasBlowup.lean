@@ -2,6 +2,7 @@ import Absorb.Basic
 import Absorb.Activations
 import Absorb.Degree
 import Absorb.Parity
+import Mathlib.Analysis.SpecialFunctions.Log.Basic
 
 /-!
 # Blowing up the biases: from biased blocks to bias-free ReLU blocks
@@ -38,6 +39,9 @@ the biased cases.
   `Absorb.reluAtInfinity_geluWith`, `Absorb.reluAtInfinity_geluTanh` : the instances.
 * `Absorb.reluAtInfinity_of_mul`, `Absorb.reluAtInfinity_of_mul_symm` : every
   `z ↦ z · Φ(z)` with `Φ → 1` at `+∞` and `Φ → 0` at `-∞` (or `Φ z + Φ (-z) = 1`).
+* `Absorb.reluAtInfinity_of_abs_sub_relu_le` : every `σ` within bounded distance of ReLU;
+  instances `Absorb.reluAtInfinity_softplus` (`0 ≤ softplus - ReLU ≤ log 2`) and
+  `Absorb.reluAtInfinity_elu` (`|ELU_α - ReLU| ≤ |α|`).
 -/
 
 open Filter Topology Matrix
@@ -157,9 +161,7 @@ theorem biasedMap_zero_biases (σ : ℝ → ℝ) (W : UngatedWeights d n) (x : F
     biasedMap σ (BiasedWeights.mk W.up W.down 0 0) x = ungatedMap σ W x := by
   show W.down *ᵥ (fun i => σ ((W.up *ᵥ x) i + (0 : Fin n → ℝ) i)) + 0 =
     W.down *ᵥ fun i => σ ((W.up *ᵥ x) i)
-  first
-    | (simp only [Pi.zero_apply, add_zero]; done)
-    | simp
+  simp only [Pi.zero_apply, add_zero]
 
 /-- **bias_blowup without biases** (ours): for `σ` ReLU at infinity, if the bias-free skip
 block `x ↦ A x + W_down σ(W_up x)` is absorbable by bias-free `σ`-blocks of width `n`, then the
@@ -197,10 +199,8 @@ theorem reluAtInfinity_relu : ReluAtInfinity relu := by
   rw [hlin, eq_div_iff ht.ne']
   rcases le_total (z + c * t⁻¹) 0 with hu | hu
   · have htu : t * (z + c * t⁻¹) ≤ 0 := by
-      first
-      | nlinarith
-      | (have h2 : t * (z + c * t⁻¹) ≤ t * 0 := mul_le_mul_of_nonneg_left hu ht.le
-         rwa [mul_zero] at h2)
+      have h2 : t * (z + c * t⁻¹) ≤ t * 0 := mul_le_mul_of_nonneg_left hu ht.le
+      rwa [mul_zero] at h2
     rw [max_eq_right hu, max_eq_right htu, zero_mul]
   · have htu : 0 ≤ t * (z + c * t⁻¹) := mul_nonneg ht.le hu
     rw [max_eq_left hu, max_eq_left htu]
@@ -290,9 +290,7 @@ theorem reluAtInfinity_geluWith {Φ : ℝ → ℝ} (hTop : Tendsto Φ atTop (�
 /-- The logistic sigmoid tends to `1` at `+∞`: `1 / (1 + e^{-w})` with `e^{-w} → 0`. -/
 theorem tendsto_sigmoid_atTop : Tendsto sigmoid atTop (𝓝 1) := by
   have he : Tendsto (fun w : ℝ => Real.exp (-w)) atTop (𝓝 0) := by
-    first
-    | exact Real.tendsto_exp_neg_atTop_nhds_zero
-    | exact Real.tendsto_exp_atBot.comp tendsto_neg_atTop_atBot
+    exact Real.tendsto_exp_neg_atTop_nhds_zero
   have h1 : Tendsto (fun w : ℝ => 1 + Real.exp (-w)) atTop (𝓝 (1 + 0)) :=
     tendsto_const_nhds.add he
   rw [add_zero] at h1
@@ -321,9 +319,7 @@ def geluTanhGate (w : ℝ) : ℝ :=
 theorem one_add_tanh_div_two (y : ℝ) : (1 + Real.tanh y) / 2 = sigmoid (2 * y) := by
   have hC : Real.cosh y ≠ 0 := (Real.cosh_pos y).ne'
   have h1 : Real.tanh y * Real.cosh y = Real.sinh y := by
-    first
-      | exact (eq_div_iff hC).1 (Real.tanh_eq_sinh_div_cosh y)
-      | exact (eq_div_iff hC).1 Real.tanh_eq_sinh_div_cosh
+    rw [Real.tanh_eq_sinh_div_cosh, div_mul_cancel₀ _ hC]
   have h2 : 2 * Real.sinh y = Real.exp y - Real.exp (-y) := by
     rw [Real.sinh_eq]
     ring
@@ -331,10 +327,8 @@ theorem one_add_tanh_div_two (y : ℝ) : (1 + Real.tanh y) / 2 = sigmoid (2 * y)
     rw [Real.cosh_eq]
     ring
   have h5 : Real.exp y * Real.exp (-y) = 1 := by
-    first
-      | (rw [Real.exp_neg y]; exact mul_inv_cancel₀ (Real.exp_pos y).ne')
-      | (rw [← Real.exp_add, add_neg_cancel, Real.exp_zero]; done)
-      | (rw [← Real.exp_add]; simp; done)
+    rw [Real.exp_neg y]
+    exact mul_inv_cancel₀ (Real.exp_pos y).ne'
   have hsq : Real.exp (-(2 * y)) = Real.exp (-y) * Real.exp (-y) := by
     rw [← Real.exp_add]
     congr 1
@@ -360,9 +354,7 @@ theorem geluTanhGate_add_neg (w : ℝ) : geluTanhGate w + geluTanhGate (-w) = 1 
   have ht : Real.tanh (Real.sqrt (2 / Real.pi) * (-w + 0.044715 * (-w) ^ 3)) =
       -Real.tanh (Real.sqrt (2 / Real.pi) * (w + 0.044715 * w ^ 3)) := by
     rw [harg]
-    first
-      | exact Real.tanh_neg _
-      | simp only [Real.tanh_eq_sinh_div_cosh, Real.sinh_neg, Real.cosh_neg, neg_div]
+    rw [Real.tanh_neg]
   show (1 + Real.tanh (Real.sqrt (2 / Real.pi) * (w + 0.044715 * w ^ 3))) / 2 +
       (1 + Real.tanh (Real.sqrt (2 / Real.pi) * (-w + 0.044715 * (-w) ^ 3))) / 2 = 1
   rw [ht]
@@ -394,6 +386,93 @@ symmetric gate `Φ = geluTanhGate`, which tends to `1` at `+∞`. -/
 theorem reluAtInfinity_geluTanh : ReluAtInfinity geluTanh :=
   reluAtInfinity_of_mul_symm (Φ := geluTanhGate) (fun _ => rfl) geluTanhGate_add_neg
     tendsto_geluTanhGate_atTop
+
+/-! ### Activations within bounded distance of ReLU: softplus and ELU -/
+
+/-- **Bounded distance from ReLU gives ReLU at infinity** (ours): if `|σ w - ReLU w| ≤ C` for
+every `w`, then `σ (t z + c) / t = ReLU (t z + c) / t + (σ - ReLU)(t z + c) / t → max z 0`: the
+first term by `Absorb.reluAtInfinity_relu`, the second squeezed between `-C / t` and `C / t`. -/
+theorem reluAtInfinity_of_abs_sub_relu_le {σ : ℝ → ℝ} (C : ℝ) (h : ∀ w, |σ w - relu w| ≤ C) :
+    ReluAtInfinity σ := by
+  intro z c
+  have hr := reluAtInfinity_relu z c
+  have he : Tendsto (fun t : ℝ => (σ (t * z + c) - relu (t * z + c)) / t) atTop (𝓝 0) := by
+    refine tendsto_of_tendsto_of_tendsto_of_le_of_le' (tendsto_const_mul_inv_atTop (-C))
+      (tendsto_const_mul_inv_atTop C) ?_ ?_
+    · filter_upwards [eventually_gt_atTop (0 : ℝ)] with t ht
+      show -C * t⁻¹ ≤ (σ (t * z + c) - relu (t * z + c)) / t
+      rw [div_eq_mul_inv]
+      exact mul_le_mul_of_nonneg_right (abs_le.1 (h (t * z + c))).1 (inv_nonneg.2 ht.le)
+    · filter_upwards [eventually_gt_atTop (0 : ℝ)] with t ht
+      show (σ (t * z + c) - relu (t * z + c)) / t ≤ C * t⁻¹
+      rw [div_eq_mul_inv]
+      exact mul_le_mul_of_nonneg_right (abs_le.1 (h (t * z + c))).2 (inv_nonneg.2 ht.le)
+  have hsum := hr.add he
+  rw [add_zero] at hsum
+  refine hsum.congr fun t => ?_
+  show relu (t * z + c) / t + (σ (t * z + c) - relu (t * z + c)) / t = σ (t * z + c) / t
+  ring
+
+/-- Softplus, `z ↦ log (1 + e^z)`. -/
+def softplus (z : ℝ) : ℝ := Real.log (1 + Real.exp z)
+
+/-- Softplus lies within `log 2` above ReLU: for `w ≥ 0`, `e^w ≤ 1 + e^w ≤ 2 e^w` gives
+`w ≤ softplus w ≤ log 2 + w`; for `w ≤ 0`, `1 ≤ 1 + e^w ≤ 2` gives `0 ≤ softplus w ≤ log 2`. -/
+theorem abs_softplus_sub_relu_le (w : ℝ) : |softplus w - relu w| ≤ Real.log 2 := by
+  have hpos : 0 < 1 + Real.exp w := by linarith [Real.exp_pos w]
+  have hlog2 : 0 ≤ Real.log 2 := Real.log_nonneg (by norm_num)
+  rcases le_total 0 w with hw | hw
+  · have hrel : relu w = w := max_eq_left hw
+    have hlow : w ≤ softplus w := by
+      have h1 : Real.log (Real.exp w) ≤ Real.log (1 + Real.exp w) :=
+        Real.log_le_log (Real.exp_pos w) (by linarith)
+      rw [Real.log_exp] at h1
+      exact h1
+    have hup : softplus w ≤ Real.log 2 + w := by
+      have h1 : Real.log (1 + Real.exp w) ≤ Real.log (2 * Real.exp w) :=
+        Real.log_le_log hpos (by linarith [Real.one_le_exp hw])
+      rw [Real.log_mul two_ne_zero (Real.exp_pos w).ne', Real.log_exp] at h1
+      exact h1
+    rw [hrel]
+    exact abs_le.2 ⟨by linarith, by linarith⟩
+  · have hrel : relu w = 0 := max_eq_right hw
+    have he1 : Real.exp w ≤ 1 := by
+      rw [← Real.exp_zero]
+      exact Real.exp_le_exp.2 hw
+    have hlow : 0 ≤ softplus w := Real.log_nonneg (by linarith [Real.exp_pos w])
+    have hup : softplus w ≤ Real.log 2 := Real.log_le_log hpos (by linarith)
+    rw [hrel, sub_zero]
+    exact abs_le.2 ⟨by linarith, hup⟩
+
+/-- **Softplus is ReLU at infinity** (ours): it stays within `log 2` of ReLU. -/
+theorem reluAtInfinity_softplus : ReluAtInfinity softplus :=
+  reluAtInfinity_of_abs_sub_relu_le (Real.log 2) abs_softplus_sub_relu_le
+
+/-- ELU with parameter `α`: `z` for `z > 0`, `α (e^z - 1)` for `z ≤ 0`. -/
+def elu (α z : ℝ) : ℝ := if 0 < z then z else α * (Real.exp z - 1)
+
+/-- ELU lies within `|α|` of ReLU: the two agree for `w > 0`, and for `w ≤ 0`,
+`|α (e^w - 1)| ≤ |α|` since `0 < e^w ≤ 1`. -/
+theorem abs_elu_sub_relu_le (α w : ℝ) : |elu α w - relu w| ≤ |α| := by
+  by_cases hw : 0 < w
+  · have h1 : elu α w = w := if_pos hw
+    have h2 : relu w = w := max_eq_left hw.le
+    rw [h1, h2, sub_self, abs_zero]
+    exact abs_nonneg α
+  · have h1 : elu α w = α * (Real.exp w - 1) := if_neg hw
+    have h2 : relu w = 0 := max_eq_right (not_lt.1 hw)
+    have he0 : 0 < Real.exp w := Real.exp_pos w
+    have he1 : Real.exp w ≤ 1 := by
+      rw [← Real.exp_zero]
+      exact Real.exp_le_exp.2 (not_lt.1 hw)
+    have hb : |Real.exp w - 1| ≤ 1 := abs_le.2 ⟨by linarith, by linarith⟩
+    rw [h1, h2, sub_zero, abs_mul]
+    calc |α| * |Real.exp w - 1| ≤ |α| * 1 := mul_le_mul_of_nonneg_left hb (abs_nonneg α)
+      _ = |α| := mul_one _
+
+/-- **ELU is ReLU at infinity** (ours), for every parameter `α`. -/
+theorem reluAtInfinity_elu (α : ℝ) : ReluAtInfinity (elu α) :=
+  reluAtInfinity_of_abs_sub_relu_le |α| (abs_elu_sub_relu_le α)
 
 end Absorb
 

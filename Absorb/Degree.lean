@@ -45,19 +45,13 @@ theorem eq_zero_of_forall_mulVec_eq_zero {A : Matrix (Fin d) (Fin d) ℝ} (h : �
     A = 0 := by
   ext i j
   have hij := congrFun (h (Pi.single j 1)) i
-  first
-  | (rw [Matrix.mulVec_single_one] at hij; simpa using hij)
-  | simpa [Matrix.mulVec, dotProduct, Pi.single_apply] using hij
+  rw [Matrix.mulVec_single_one] at hij
+  simpa using hij
 
 /-- A coordinate of a matrix applied to a scaled vector: `(M (t x))_i = t (M x)_i`. -/
 theorem mulVec_smul_coord {m : ℕ} (M : Matrix (Fin m) (Fin d) ℝ) (t : ℝ) (x : Fin d → ℝ)
     (i : Fin m) : (M *ᵥ (t • x)) i = t * (M *ᵥ x) i := by
-  first
-  | (rw [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]; done)
-  | (simp [Matrix.mulVec_smul]; done)
-  | (simp [Matrix.mulVec_smul_assoc]; done)
-  | (simp only [Matrix.mulVec, dotProduct, Pi.smul_apply, smul_eq_mul, Finset.mul_sum];
-     exact Finset.sum_congr rfl fun j _ => by ring)
+  rw [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]
 
 /-! ### The scaling argument for an arbitrary kind -/
 
@@ -73,24 +67,13 @@ theorem not_absorbable_of_two_smul (K : BlockKind d) {c : ℝ}
   funext i
   show (A *ᵥ x) i = 0
   -- The five scalar identities at coordinate `i`.
-  have h1 : K.eval V ((2 : ℝ) • x) i = (A *ᵥ ((2 : ℝ) • x)) i + K.eval p ((2 : ℝ) • x) i := by
-    first
-    | exact congrFun (hV ((2 : ℝ) • x)) i
-    | (have h := congrFun (hV ((2 : ℝ) • x)) i
-       simpa only [skipMap_apply, Pi.add_apply] using h)
-  have h2 : K.eval V x i = (A *ᵥ x) i + K.eval p x i := by
-    first
-    | exact congrFun (hV x) i
-    | (have h := congrFun (hV x) i
-       simpa only [skipMap_apply, Pi.add_apply] using h)
-  have h3 : K.eval V ((2 : ℝ) • x) i = c * K.eval V x i := by
-    first
-    | exact congrFun (hK V x) i
-    | (have h := congrFun (hK V x) i; simp only [Pi.smul_apply, smul_eq_mul] at h; exact h)
-  have h4 : K.eval p ((2 : ℝ) • x) i = c * K.eval p x i := by
-    first
-    | exact congrFun (hK p x) i
-    | (have h := congrFun (hK p x) i; simp only [Pi.smul_apply, smul_eq_mul] at h; exact h)
+  -- Each is a coordinate of a vector identity; `skipMap`, `+` and `•` on `Fin d → ℝ` unfold
+  -- definitionally to their coordinates.
+  have h1 : K.eval V ((2 : ℝ) • x) i = (A *ᵥ ((2 : ℝ) • x)) i + K.eval p ((2 : ℝ) • x) i :=
+    congrFun (hV ((2 : ℝ) • x)) i
+  have h2 : K.eval V x i = (A *ᵥ x) i + K.eval p x i := congrFun (hV x) i
+  have h3 : K.eval V ((2 : ℝ) • x) i = c * K.eval V x i := congrFun (hK V x) i
+  have h4 : K.eval p ((2 : ℝ) • x) i = c * K.eval p x i := congrFun (hK p x) i
   have h5 : (A *ᵥ ((2 : ℝ) • x)) i = 2 * (A *ᵥ x) i := mulVec_smul_coord A 2 x i
   -- `2 (A x)_i + c M(x)_i = c ((A x)_i + M(x)_i)`.
   have h6 : (c - 2) * (A *ᵥ x) i = 0 := by
@@ -112,12 +95,7 @@ theorem ungatedMap_two_smul {σ : ℝ → ℝ} {c : ℝ} (hσ : ∀ z, σ (2 * z
       = W.down *ᵥ (fun i => σ ((W.up *ᵥ ((2 : ℝ) • x)) i)) := rfl
     _ = W.down *ᵥ (c • fun i => σ ((W.up *ᵥ x) i)) := congrArg (fun v => W.down *ᵥ v) h
     _ = c • (W.down *ᵥ fun i => σ ((W.up *ᵥ x) i)) := by
-        first
-        | exact Matrix.mulVec_smul _ _ _
-        | exact Matrix.mulVec_smul_assoc _ _ _
-        | (funext j
-           simp only [Matrix.mulVec, dotProduct, Pi.smul_apply, smul_eq_mul, Finset.mul_sum]
-           exact Finset.sum_congr rfl fun l _ => by ring)
+        exact Matrix.mulVec_smul _ _ _
     _ = c • ungatedMap σ W x := rfl
 
 /-- If `g(2 z) = c g(z)` for all `z`, every gated block scales by `2 c`:
@@ -138,12 +116,7 @@ theorem gatedMap_two_smul {g : ℝ → ℝ} {c : ℝ} (hg : ∀ z, g (2 * z) = c
     _ = W.down *ᵥ ((2 * c) • fun i => g ((W.gate *ᵥ x) i) * (W.up *ᵥ x) i) :=
         congrArg (fun v => W.down *ᵥ v) h
     _ = (2 * c) • (W.down *ᵥ fun i => g ((W.gate *ᵥ x) i) * (W.up *ᵥ x) i) := by
-        first
-        | exact Matrix.mulVec_smul _ _ _
-        | exact Matrix.mulVec_smul_assoc _ _ _
-        | (funext j
-           simp only [Matrix.mulVec, dotProduct, Pi.smul_apply, smul_eq_mul, Finset.mul_sum]
-           exact Finset.sum_congr rfl fun l _ => by ring)
+        exact Matrix.mulVec_smul _ _ _
     _ = (2 * c) • gatedMap g W x := rfl
 
 /-! ### Proposition 5 -/

@@ -71,9 +71,7 @@ theorem tendsto_inv_smul_residualStack (hK : FlatAtZero K) (ps : List K.Params) 
   induction ps with
   | nil =>
     intro y v hy
-    first
-    | exact hy
-    | simpa using hy
+    simpa only [residualStack_nil, id_eq] using hy
   | cons p ps ih =>
     intro y v hy
     have hstep : Tendsto (fun t : ℝ => t⁻¹ • (y t + K.eval p (y t))) (𝓝[>] (0 : ℝ)) (𝓝 v) := by
@@ -81,9 +79,7 @@ theorem tendsto_inv_smul_residualStack (hK : FlatAtZero K) (ps : List K.Params) 
       rw [add_zero] at h
       simpa only [smul_add] using h
     have h := ih (fun t => y t + K.eval p (y t)) v hstep
-    first
-    | exact h
-    | simpa only [residualStack_cons, Function.comp_apply] using h
+    simpa only [residualStack_cons, Function.comp_apply] using h
 
 /-- Residual-free stacks stay flat: for a flat kind, if `t⁻¹ • y t → 0` then
 `t⁻¹ • plainStack K ps (y t) → 0`, for every list of blocks (including the empty one). -/
@@ -94,15 +90,11 @@ theorem tendsto_inv_smul_plainStack_of_zero (hK : FlatAtZero K) (ps : List K.Par
   induction ps with
   | nil =>
     intro y hy
-    first
-    | exact hy
-    | simpa using hy
+    simpa only [plainStack_nil, id_eq] using hy
   | cons p ps ih =>
     intro y hy
     have h := ih (fun t => K.eval p (y t)) (hK p 0 y hy)
-    first
-    | exact h
-    | simpa only [plainStack_cons, Function.comp_apply] using h
+    simpa only [plainStack_cons, Function.comp_apply] using h
 
 /-- Nonempty residual-free stacks are `o(‖y‖)` at `0` (Corollary 7): for a flat kind and
 `ps ≠ []`, if `t⁻¹ • y t → v` then `t⁻¹ • plainStack K ps (y t) → 0`. The first block already
@@ -113,14 +105,10 @@ theorem tendsto_inv_smul_plainStack (hK : FlatAtZero K) {ps : List K.Params} (hp
     Tendsto (fun t : ℝ => t⁻¹ • plainStack K ps (y t)) (𝓝[>] (0 : ℝ)) (𝓝 0) := by
   cases ps with
   | nil =>
-    first
-    | exact absurd rfl hps
-    | exact (hps rfl).elim
+    exact absurd rfl hps
   | cons p qs =>
     have h := tendsto_inv_smul_plainStack_of_zero hK qs (fun t => K.eval p (y t)) (hK p v y hy)
-    first
-    | exact h
-    | simpa only [plainStack_cons, Function.comp_apply] using h
+    simpa only [plainStack_cons, Function.comp_apply] using h
 
 /-- **Corollary 7, abstract form.** For a kind that is flat at zero and `d > 0`, no residual
 stack equals a nonempty residual-free stack of the same kind, whatever the two depths: along
@@ -185,14 +173,9 @@ theorem tendsto_inv_smul_ungatedMap {σ : ℝ → ℝ} {k : ℕ} (hσ : Continuo
   have ht0 : t ≠ 0 := htpos.ne'
   have hscale : ∀ i, (W.up *ᵥ y t) i = t * (W.up *ᵥ (t⁻¹ • y t)) i := by
     intro i
-    first
-    | (rw [Matrix.mulVec_smul W.up t⁻¹ (y t)]
-       simp only [Pi.smul_apply, smul_eq_mul]
-       rw [mul_inv_cancel_left₀ ht0])
-    | (simp only [Matrix.mulVec_smul, Pi.smul_apply, smul_eq_mul]; field_simp; done)
-    | (rw [Matrix.mulVec_smul_assoc W.up (y t) t⁻¹]
-       simp only [Pi.smul_apply, smul_eq_mul]
-       rw [mul_inv_cancel_left₀ ht0])
+    rw [Matrix.mulVec_smul W.up t⁻¹ (y t)]
+    simp only [Pi.smul_apply, smul_eq_mul]
+    rw [mul_inv_cancel_left₀ ht0]
   have hw : (t⁻¹ • fun i => σ ((W.up *ᵥ y t) i)) =
       fun i => t * t ^ j * σ ((W.up *ᵥ (t⁻¹ • y t)) i) := by
     funext i
@@ -205,9 +188,7 @@ theorem tendsto_inv_smul_ungatedMap {σ : ℝ → ℝ} {k : ℕ} (hσ : Continuo
   have hmv : t⁻¹ • ungatedMap σ W (y t) =
       W.down *ᵥ (t⁻¹ • fun i => σ ((W.up *ᵥ y t) i)) :=
     (Matrix.mulVec_smul W.down t⁻¹ _).symm
-  first
-  | (rw [hmv, hw]; done)
-  | exact (hmv.trans (congrArg (fun w => W.down *ᵥ w) hw)).symm
+  exact (hmv.trans (congrArg (fun w => W.down *ᵥ w) hw)).symm
 
 /-- Ungated kinds whose activation is continuous and positively homogeneous of a natural
 degree `k ≥ 2` (`σ(t z) = t^k σ(z)` for `t > 0`, e.g. ReLU², `k = 2`) are flat at zero. -/
@@ -248,17 +229,13 @@ private theorem reluSq_mul_of_pos {t : ℝ} (ht : 0 < t) (z : ℝ) :
   unfold reluSq
   rcases le_total z 0 with hz | hz
   · have h1 : t * z ≤ 0 := by
-      first
-      | nlinarith
-      | (have h2 : t * z ≤ t * 0 := mul_le_mul_of_nonneg_left hz ht.le
-         rwa [mul_zero] at h2)
-    first
-    | (rw [max_eq_right h1, max_eq_right hz]; ring1)
-    | (simp only [max_eq_right h1, max_eq_right hz]; ring1)
+      have h2 : t * z ≤ t * 0 := mul_le_mul_of_nonneg_left hz ht.le
+      rwa [mul_zero] at h2
+    rw [max_eq_right h1, max_eq_right hz]
+    ring1
   · have h1 : 0 ≤ t * z := mul_nonneg ht.le hz
-    first
-    | (rw [max_eq_left h1, max_eq_left hz]; ring1)
-    | (simp only [max_eq_left h1, max_eq_left hz]; ring1)
+    rw [max_eq_left h1, max_eq_left hz]
+    ring1
 
 /-- ReLU² is continuous. -/
 private theorem continuous_reluSq' : Continuous reluSq := by

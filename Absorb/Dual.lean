@@ -116,13 +116,7 @@ theorem not_indexSetCond_of_dual {R : Type*} [Field R] [LinearOrder R] [IsStrict
             exact le_max_right _ _
   unfold DualCond at hY
   rcases hY with h | h
-  · first
-      | exact absurd (lt_of_lt_of_le (key.symm.trans_lt h) hlow) (lt_irrefl _)
-      | (rw [key] at h
-         exact absurd (lt_of_lt_of_le h hlow) (lt_irrefl _))
-  · first
-      | exact absurd (lt_of_le_of_lt hhigh (h.trans_eq key)) (lt_irrefl _)
-      | (rw [key] at h
-         exact absurd (lt_of_le_of_lt hhigh h) (lt_irrefl _))
+  · exact absurd (lt_of_lt_of_le (key.symm.trans_lt h) hlow) (lt_irrefl _)
+  · exact absurd (lt_of_le_of_lt hhigh (h.trans_eq key)) (lt_irrefl _)
 
 end Absorb

@@ -56,9 +56,8 @@ theorem addHaar_setOf_apply_eq_apply {E : Type*} [NormedAddCommGroup E] [NormedS
     intro htop
     apply hx₀
     have hmem : x₀ ∈ LinearMap.ker φ := by
-      first
-        | (rw [htop]; exact Submodule.mem_top)
-        | simp only [htop, Submodule.mem_top]
+      rw [htop]
+      exact Submodule.mem_top
     exact LinearMap.mem_ker.1 hmem
   -- The level set through `x₀` is `x₀ + ker φ`, i.e. the preimage of `ker φ` under `-x₀ + ·`.
   have hsub : {x | φ x = φ x₀} ⊆ (fun h => -x₀ + h) ⁻¹' (LinearMap.ker φ : Set E) := by
@@ -82,19 +81,13 @@ def entryFunctional (up : Matrix (Fin n) (Fin d) ℝ) (S : Finset (Fin n)) (j k 
     (Fin d → Fin n → ℝ) →ₗ[ℝ] ℝ where
   toFun down := ∑ i ∈ S, down j i * up i k
   map_add' x y := by
-    first
-      | (simp [add_mul, Finset.sum_add_distrib]; done)
-      | (simp only [Pi.add_apply, add_mul, Finset.sum_add_distrib]; done)
-      | (show ∑ i ∈ S, (x + y) j i * up i k = ∑ i ∈ S, x j i * up i k + ∑ i ∈ S, y j i * up i k
-         rw [← Finset.sum_add_distrib]
-         exact Finset.sum_congr rfl fun i _ => by simp only [Pi.add_apply]; ring)
+    show ∑ i ∈ S, (x + y) j i * up i k = ∑ i ∈ S, x j i * up i k + ∑ i ∈ S, y j i * up i k
+    rw [← Finset.sum_add_distrib]
+    exact Finset.sum_congr rfl fun i _ => by simp only [Pi.add_apply]; ring
   map_smul' c x := by
-    first
-      | (simp [Finset.mul_sum, mul_assoc]; done)
-      | (simp only [Pi.smul_apply, smul_eq_mul, RingHom.id_apply, Finset.mul_sum, mul_assoc]; done)
-      | (show ∑ i ∈ S, (c • x) j i * up i k = (RingHom.id ℝ) c • ∑ i ∈ S, x j i * up i k
-         rw [RingHom.id_apply, smul_eq_mul, Finset.mul_sum]
-         exact Finset.sum_congr rfl fun i _ => by simp only [Pi.smul_apply, smul_eq_mul]; ring)
+    show ∑ i ∈ S, (c • x) j i * up i k = (RingHom.id ℝ) c • ∑ i ∈ S, x j i * up i k
+    rw [RingHom.id_apply, smul_eq_mul, Finset.mul_sum]
+    exact Finset.sum_congr rfl fun i _ => by simp only [Pi.smul_apply, smul_eq_mul]; ring
 
 /-- Evaluation of `entryFunctional`: `∑_{i ∈ S} W_down j i * W_up i k`. -/
 @[simp] lemma entryFunctional_apply (up : Matrix (Fin n) (Fin d) ℝ) (S : Finset (Fin n))

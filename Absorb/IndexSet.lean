@@ -74,22 +74,15 @@ theorem mul_diagonal_indicatorVec_mul_apply {R : Type*} [CommRing R]
       ∑ i ∈ S, down j i * up i k := by
   have h1 : (down * Matrix.diagonal (indicatorVec S : Fin n → R) * up) j k =
       ∑ i, down j i * (indicatorVec S i : R) * up i k := by
-    first
-      | (rw [Matrix.mul_apply]; simp only [Matrix.mul_diagonal]; done)
-      | (rw [Matrix.mul_apply]
-         exact Finset.sum_congr rfl fun i _ => by rw [Matrix.mul_diagonal])
-      | (simp only [Matrix.mul_apply, Matrix.mul_diagonal]; done)
+    rw [Matrix.mul_apply]
+    simp only [Matrix.mul_diagonal]
   rw [h1]
   calc ∑ i, down j i * (indicatorVec S i : R) * up i k
       = ∑ i, (if i ∈ S then down j i * up i k else 0) := by
         refine Finset.sum_congr rfl fun i _ => ?_
         by_cases hi : i ∈ S
-        · first
-            | (simp only [indicatorVec, if_pos hi, mul_one]; done)
-            | simp [indicatorVec, hi]
-        · first
-            | (simp only [indicatorVec, if_neg hi, mul_zero, zero_mul]; done)
-            | simp [indicatorVec, hi]
+        · simp [indicatorVec, hi]
+        · simp [indicatorVec, hi]
     _ = ∑ i ∈ S, down j i * up i k := sum_univ_ite_mem S fun i => down j i * up i k
 
 /-- The index-set condition `W_down[:,S] W_up[S,:] = -A` in matrix form:
@@ -101,16 +94,13 @@ theorem indexSetCond_iff_diagonal {R : Type*} [CommRing R] {A : Matrix (Fin d) (
   · intro hS
     ext j k
     rw [mul_diagonal_indicatorVec_mul_apply]
-    first
-      | exact hS j k
-      | (rw [Matrix.neg_apply]; exact hS j k)
+    -- `(-A) j k` is `-A j k` by definition (`Matrix` negation is pointwise).
+    exact hS j k
   · intro hD j k
     have hjk : (down * Matrix.diagonal (indicatorVec S : Fin n → R) * up) j k = (-A) j k := by
       rw [hD]
     rw [mul_diagonal_indicatorVec_mul_apply] at hjk
-    first
-      | exact hjk
-      | (rw [Matrix.neg_apply] at hjk; exact hjk)
+    exact hjk
 
 /-- **relaxation_certificate** (ours). The index-set condition is the linear system
 `W_down · diag(s) · W_up = -A` restricted to `s ∈ {0,1}ⁿ` (the indicator of `S`). So if no
@@ -154,9 +144,8 @@ theorem activation_signFlip_vec {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (S :
   funext i
   show σ ((Matrix.diagonal (signFlip S) *ᵥ u) i) =
     σ (u i) - (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ u) i
-  first
-    | (rw [Matrix.mulVec_diagonal, Matrix.mulVec_diagonal]; exact activation_signFlip hσ S i (u i))
-    | (simp only [Matrix.mulVec_diagonal]; exact activation_signFlip hσ S i (u i))
+  rw [Matrix.mulVec_diagonal, Matrix.mulVec_diagonal]
+  exact activation_signFlip hσ S i (u i)
 
 /-- Under the index-set condition, `W_down P W_up x = -A x`. -/
 theorem mulVec_indicator_eq_neg {A : Matrix (Fin d) (Fin d) ℝ} {up : Matrix (Fin n) (Fin d) ℝ}
@@ -189,9 +178,8 @@ theorem ungatedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Mat
   have hv : (fun i => σ (((Matrix.diagonal (signFlip S) * W.up) *ᵥ x) i)) =
       (fun i => σ ((W.up *ᵥ x) i)) -
         Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x) := by
-    first
-      | (rw [← Matrix.mulVec_mulVec]; exact activation_signFlip_vec hσ S (W.up *ᵥ x))
-      | simpa only [Matrix.mulVec_mulVec] using activation_signFlip_vec hσ S (W.up *ᵥ x)
+    rw [← Matrix.mulVec_mulVec]
+    exact activation_signFlip_vec hσ S (W.up *ᵥ x)
   have key := mulVec_indicator_eq_neg hS x
   calc ungatedMap σ (signFlipWeights S W) x
       = W.down *ᵥ ((fun i => σ ((W.up *ᵥ x) i)) -
@@ -202,9 +190,7 @@ theorem ungatedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Mat
         Matrix.mulVec_sub _ _ _
     _ = A *ᵥ x + W.down *ᵥ (fun i => σ ((W.up *ᵥ x) i)) := by
         rw [key]
-        first
-          | (abel; done)
-          | (rw [sub_neg_eq_add, add_comm]; done)
+        abel
     _ = skipMap A (ungated σ d n) W x := rfl
 
 /-- **index_set_sufficient** (the "if" half of the paper's Theorems 8 (ReLU) and 10 (GELU),
@@ -252,11 +238,7 @@ theorem biasedMap_signFlip {σ : ℝ → ℝ} (hσ : OddPartLinear σ) (A : Matr
         | (simp only [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal]; ring)
     have h2 : (Matrix.diagonal (indicatorVec S : Fin n → ℝ) *ᵥ (W.up *ᵥ x + W.bUp)) i =
         (indicatorVec S i : ℝ) * ((W.up *ᵥ x) i + W.bUp i) := by
-      first
-        | (rw [Matrix.mulVec_diagonal, Pi.add_apply]; done)
-        | (rw [Matrix.mulVec_diagonal]; done)
-        | (rw [Matrix.mulVec_diagonal]; rfl)
-        | simp only [Matrix.mulVec_diagonal, Pi.add_apply]
+      rw [Matrix.mulVec_diagonal, Pi.add_apply]
     show σ (((Matrix.diagonal (signFlip S) * W.up) *ᵥ x) i +
         (Matrix.diagonal (signFlip S) *ᵥ W.bUp) i) =
       σ ((W.up *ᵥ x) i + W.bUp i) -

@@ -45,9 +45,7 @@ variable {d n : ℕ}
 
 /-- The identity tends to `0` along `𝓝[>] 0`. -/
 theorem tendsto_self_nhdsGT_zero : Tendsto (fun t : ℝ => t) (𝓝[>] 0) (𝓝 0) := by
-  first
-  | exact tendsto_nhdsWithin_of_tendsto_nhds Filter.tendsto_id
-  | exact tendsto_nhdsWithin_of_tendsto_nhds (continuous_id.tendsto 0)
+  exact tendsto_nhdsWithin_of_tendsto_nhds Filter.tendsto_id
 
 /-- A fixed matrix acting on a convergent family of vectors: `M *ᵥ w t → M *ᵥ w₀`
 (continuity of `Matrix.mulVec`). -/
@@ -74,9 +72,7 @@ theorem tendsto_zero_of_tendsto_inv_smul {y : ℝ → Fin d → ℝ} {v : Fin d 
     (hy : Tendsto (fun t : ℝ => t⁻¹ • y t) (𝓝[>] 0) (𝓝 v)) :
     Tendsto y (𝓝[>] 0) (𝓝 0) := by
   have h := tendsto_self_nhdsGT_zero.smul hy
-  first
-  | rw [zero_smul] at h
-  | simp only [zero_smul] at h
+  rw [zero_smul] at h
   refine h.congr' ?_
   filter_upwards [self_mem_nhdsWithin] with t ht
   exact smul_inv_smul₀ (Set.mem_Ioi.mp ht).ne' (y t)
@@ -98,9 +94,7 @@ theorem inv_smul_gatedMap (g : ℝ → ℝ) (V : GatedWeights d n) (t : ℝ) (y 
   have hmv : t⁻¹ • gatedMap g V y =
       V.down *ᵥ (t⁻¹ • fun i => g ((V.gate *ᵥ y) i) * (V.up *ᵥ y) i) :=
     (Matrix.mulVec_smul V.down t⁻¹ _).symm
-  first
-  | (rw [hmv, hw]; done)
-  | exact hmv.trans (congrArg (fun w => V.down *ᵥ w) hw)
+  exact hmv.trans (congrArg (fun w => V.down *ᵥ w) hw)
 
 /-- **Flatness of gated blocks at `0`** (the core of the paper's Proposition 6). Let `g 0 = 0`
 and `g` be continuous at `0`. If `t⁻¹ • y t → v` as `t → 0⁺`, then
@@ -136,9 +130,7 @@ theorem tendsto_inv_smul_gatedMap {g : ℝ → ℝ} (hg0 : g 0 = 0) (hg : Contin
       fun t => V.down *ᵥ fun i => g ((V.gate *ᵥ y t) i) * (V.up *ᵥ (t⁻¹ • y t)) i := by
     funext t
     exact inv_smul_gatedMap g V t (y t)
-  first
-  | (rw [key]; exact h4)
-  | exact h4.congr fun t => (congrFun key t).symm
+  exact h4.congr fun t => (congrFun key t).symm
 
 /-! ### Proposition 6 -/
 
@@ -149,9 +141,8 @@ private theorem eq_zero_of_forall_mulVec_eq_zero {A : Matrix (Fin d) (Fin d) ℝ
     (h : ∀ x, A *ᵥ x = 0) : A = 0 := by
   ext i j
   have hij := congrFun (h (Pi.single j 1)) i
-  first
-  | (rw [Matrix.mulVec_single_one] at hij; simpa using hij)
-  | simpa [Matrix.mulVec, dotProduct, Pi.single_apply] using hij
+  rw [Matrix.mulVec_single_one] at hij
+  simpa using hij
 
 /-- **Linearization** (paper Proposition 6; **ours**: continuity of the gate at `0` replaces
 differentiability). Let the gate satisfy `g 0 = 0` and be continuous at `0`, and let
@@ -172,18 +163,12 @@ theorem not_absorbable_of_gate_continuousAt {g : ℝ → ℝ} (hg0 : g 0 = 0)
     funext t
     have hVt : gatedMap g V (t • x) = A *ᵥ (t • x) + gatedMap g W (t • x) := hV (t • x)
     rw [hVt, smul_add]
-    first
-    | exact congrArg (fun z : Fin d → ℝ => z + t⁻¹ • gatedMap g W (t • x))
-        (Matrix.mulVec_smul A t⁻¹ (t • x)).symm
-    | (rw [← Matrix.mulVec_smul]; done)
-    | (rw [← Matrix.mulVec_smul]; rfl)
-    | simp only [Matrix.mulVec_smul]
+    exact congrArg (fun z : Fin d → ℝ => z + t⁻¹ • gatedMap g W (t • x))
+      (Matrix.mulVec_smul A t⁻¹ (t • x)).symm
   have hlim := (tendsto_mulVec_of_tendsto A hx).add (tendsto_inv_smul_gatedMap hg0 hg W hx)
   have hskip : Tendsto (fun t : ℝ => t⁻¹ • gatedMap g V (t • x)) (𝓝[>] 0)
       (𝓝 (A *ᵥ x + 0)) := by
-    first
-    | (rw [hfun]; exact hlim)
-    | exact hlim.congr fun t => (congrFun hfun t).symm
+    exact hlim.congr fun t => (congrFun hfun t).symm
   have hfree : Tendsto (fun t : ℝ => t⁻¹ • gatedMap g V (t • x)) (𝓝[>] 0) (𝓝 0) :=
     tendsto_inv_smul_gatedMap hg0 hg V hx
   have h := tendsto_nhds_unique hskip hfree
@@ -202,14 +187,11 @@ theorem continuous_sigmoid : Continuous sigmoid := by
     have hz : 0 < Real.exp (-z) := Real.exp_pos (-z)
     exact (by linarith : (0 : ℝ) < 1 + Real.exp (-z)).ne'
   have hinv : Continuous fun z : ℝ => (1 + Real.exp (-z))⁻¹ := by
-    first
-    | exact hden.inv₀ hne
-    | exact Continuous.inv₀ hden hne
+    exact hden.inv₀ hne
   have hs : sigmoid = fun z : ℝ => (1 + Real.exp (-z))⁻¹ := by
     funext z
-    first
-    | (simp only [sigmoid, one_div]; done)
-    | (unfold sigmoid; exact one_div _)
+    show 1 / (1 + Real.exp (-z)) = (1 + Real.exp (-z))⁻¹
+    exact one_div _
   rw [hs]
   exact hinv
 
@@ -280,9 +262,8 @@ theorem continuous_geluTanh : Continuous geluTanh := by
 
 /-- `geluTanh 0 = 0`. -/
 theorem geluTanh_zero : geluTanh 0 = 0 := by
-  first
-  | (unfold geluTanh; exact zero_mul _)
-  | (simp [geluTanh]; done)
+  unfold geluTanh
+  exact zero_mul _
 
 /-- **GeGLU with the tanh approximation of GELU** (instance of the paper's Proposition 6): the
 skip block with gate `geluTanh` and `A ≠ 0` is not absorbable by any residual-free block of the

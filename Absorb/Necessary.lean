@@ -83,9 +83,8 @@ theorem relu_add_relu_neg (z : ℝ) : relu z + relu (-z) = |z| := by
 `(W_down σ(W_up x))_r = ∑_i (W_down)_{r i} σ(b_iᵀx)`, with `b_iᵀ` row `i` of `W_up`. -/
 theorem ungatedMap_apply (σ : ℝ → ℝ) (W : UngatedWeights d n) (x : Fin d → ℝ) (r : Fin d) :
     ungatedMap σ W x r = ∑ i, W.down r i * σ (W.up i ⬝ᵥ x) := by
-  first
-    | rfl
-    | (simp only [ungatedMap, Matrix.mulVec, dotProduct]; done)
+  show (W.down *ᵥ fun i => σ ((W.up *ᵥ x) i)) r = ∑ i, W.down r i * σ (W.up i ⬝ᵥ x)
+  simp only [Matrix.mulVec, dotProduct]
 
 /-- Coordinate `r` of the equation "residual-free ReLU block `V` = ReLU skip block `(A, W)`"
 at the point `x` (used for the paper's Theorem 8). -/
@@ -94,15 +93,10 @@ theorem coord_eq_of_forall {A : Matrix (Fin d) (Fin d) ℝ} {W V : UngatedWeight
     (r : Fin d) :
     ∑ j, V.down r j * relu (V.up j ⬝ᵥ x) =
       (A *ᵥ x) r + ∑ i, W.down r i * relu (W.up i ⬝ᵥ x) := by
-  have h1 : ungatedMap relu V x r = (A *ᵥ x) r + ungatedMap relu W x r := by
-    first
-      | exact congrFun (h x) r
-      | (have h2 := congrFun (h x) r
-         rw [skipMap_apply, Pi.add_apply] at h2
-         exact h2)
-  first
-    | exact h1
-    | (rw [ungatedMap_apply, ungatedMap_apply] at h1; exact h1)
+  -- `skipMap` and `+` on `Fin d → ℝ` unfold definitionally to coordinates.
+  have h1 : ungatedMap relu V x r = (A *ᵥ x) r + ungatedMap relu W x r := congrFun (h x) r
+  rw [ungatedMap_apply, ungatedMap_apply] at h1
+  exact h1
 
 /-- **Even identity** (step 1 of the paper's Theorem 8, "only if"): if the residual-free ReLU
 block `V` equals the ReLU skip block `(A, W)`, then for every `x` and every coordinate `r`,
@@ -115,11 +109,7 @@ theorem even_identity {A : Matrix (Fin d) (Fin d) ℝ} {W V : UngatedWeights d n
   have e1 := coord_eq_of_forall h x r
   have e2 := coord_eq_of_forall h (-x) r
   have hA : (A *ᵥ (-x)) r = -((A *ᵥ x) r) := by
-    first
-      | (rw [Matrix.mulVec_neg, Pi.neg_apply]; done)
-      | (rw [Matrix.mulVec_neg]; done)
-      | (rw [Matrix.mulVec_neg]; rfl)
-      | simp [Matrix.mulVec_neg]
+    rw [Matrix.mulVec_neg, Pi.neg_apply]
   have hW : ∑ i, W.down r i * |W.up i ⬝ᵥ x| =
       ∑ i, W.down r i * relu (W.up i ⬝ᵥ x) + ∑ i, W.down r i * relu (W.up i ⬝ᵥ (-x)) := by
     rw [← Finset.sum_add_distrib]
@@ -143,11 +133,7 @@ theorem odd_identity {A : Matrix (Fin d) (Fin d) ℝ} {W V : UngatedWeights d n}
   have e1 := coord_eq_of_forall h x r
   have e2 := coord_eq_of_forall h (-x) r
   have hA : (A *ᵥ (-x)) r = -((A *ᵥ x) r) := by
-    first
-      | (rw [Matrix.mulVec_neg, Pi.neg_apply]; done)
-      | (rw [Matrix.mulVec_neg]; done)
-      | (rw [Matrix.mulVec_neg]; rfl)
-      | simp [Matrix.mulVec_neg]
+    rw [Matrix.mulVec_neg, Pi.neg_apply]
   have hW : ∑ i, W.down r i * (W.up i ⬝ᵥ x) =
       ∑ i, W.down r i * relu (W.up i ⬝ᵥ x) - ∑ i, W.down r i * relu (W.up i ⬝ᵥ (-x)) := by
     rw [← Finset.sum_sub_distrib]
@@ -167,12 +153,7 @@ paper's Theorem 8): if `|s| ≤ |a|` then `|a + s| + |a - s| = 2 |a|`. -/
 theorem abs_add_add_abs_sub_of_abs_le {a s : ℝ} (h : |s| ≤ |a|) :
     |a + s| + |a - s| = 2 * |a| := by
   have hs1 : s ≤ |s| := le_abs_self s
-  have hs2 : -|s| ≤ s := by
-    first
-      | exact neg_abs_le s
-      | exact (abs_le.mp le_rfl).1
-      | linarith [neg_le_abs s]
-      | linarith [le_abs_self (-s), abs_neg s]
+  have hs2 : -|s| ≤ s := neg_abs_le s
   rcases le_total 0 a with ha | ha
   · have e0 : |a| = a := abs_of_nonneg ha
     have e1 : |a + s| = a + s := abs_of_nonneg (by linarith)
@@ -185,13 +166,9 @@ theorem abs_add_add_abs_sub_of_abs_le {a s : ℝ} (h : |s| ≤ |a|) :
     rw [e0, e1, e2]
     ring
 
-/-- `a / N * N = a` for `N ≠ 0` (a local helper, proved by whichever of several standard
-routes the pinned Mathlib accepts). -/
+/-- `a / N * N = a` for `N ≠ 0` (a local helper: Mathlib's `div_mul_cancel₀` on `ℝ`). -/
 private theorem div_mul_cancel_aux {a N : ℝ} (hN : N ≠ 0) : a / N * N = a := by
-  first
-    | exact div_mul_cancel₀ a hN
-    | (rw [div_mul_eq_mul_div, mul_div_assoc, div_self hN, mul_one])
-    | (field_simp; done)
+  exact div_mul_cancel₀ a hN
 
 /-- The **second difference** of `F x = ∑_l c_l |w_lᵀx|` (step 2 of the paper's Theorem 8,
 "only if"): for all `p`, `q` there is `ε > 0` such that for `0 < t ≤ ε`,
@@ -216,11 +193,8 @@ theorem exists_sum_abs_secondDiff {ι : Type*} [Fintype ι] (c : ι → ℝ) (w 
     have hαpos : 0 < |w l ⬝ᵥ p| := abs_pos.mpr hl
     have hle : |w l ⬝ᵥ q| / |w l ⬝ᵥ p| ≤ T := by
       rw [hTdef]
-      first
-        | exact Finset.single_le_sum (f := fun m => |w m ⬝ᵥ q| / |w m ⬝ᵥ p|)
-            (fun m _ => div_nonneg (abs_nonneg _) (abs_nonneg _)) (Finset.mem_univ l)
-        | exact Finset.single_le_sum (fun m _ => div_nonneg (abs_nonneg _) (abs_nonneg _))
-            (Finset.mem_univ l)
+      exact Finset.single_le_sum (f := fun m => |w m ⬝ᵥ q| / |w m ⬝ᵥ p|)
+        (fun m _ => div_nonneg (abs_nonneg _) (abs_nonneg _)) (Finset.mem_univ l)
     have hβ : |w l ⬝ᵥ q| / |w l ⬝ᵥ p| * |w l ⬝ᵥ p| = |w l ⬝ᵥ q| :=
       div_mul_cancel_aux hαpos.ne'
     have hε : (1 + T)⁻¹ * (1 + T) = 1 := inv_mul_cancel₀ h1T.ne'
@@ -261,10 +235,7 @@ theorem exists_sum_abs_secondDiff {ι : Type*} [Fintype ι] (c : ι → ℝ) (w 
         Finset.sum_congr rfl fun l _ => hterm l
     _ = 2 * ∑ l, c l * |w l ⬝ᵥ p| +
           2 * t * ∑ l, (if w l ⬝ᵥ p = 0 then c l * |w l ⬝ᵥ q| else 0) := by
-        first
-          | (rw [Finset.sum_add_distrib, Finset.mul_sum, Finset.mul_sum]; done)
-          | (rw [Finset.sum_add_distrib, ← Finset.mul_sum, ← Finset.mul_sum]; done)
-          | (simp only [Finset.sum_add_distrib, Finset.mul_sum]; done)
+        rw [Finset.sum_add_distrib, Finset.mul_sum, Finset.mul_sum]
 
 /-- **Kink lemma** (step 2 of the paper's Theorem 8, "only if"): if
 `∑_i a_i |b_iᵀx| = ∑_j v_j |u_jᵀx|` for every `x`, then for all `p`, `q` the kinks on the
@@ -312,9 +283,7 @@ theorem exists_dotProduct_ne_zero_fin :
     by_cases hc : z l ⬝ᵥ z 0 = 0
     · rw [hc, mul_zero, add_zero] at hl
       have hl0 : l = 0 ∨ ∃ j : Fin m, l = j.succ := by
-        first
-          | exact Fin.eq_zero_or_eq_succ l
-          | exact Fin.cases (Or.inl rfl) (fun j => Or.inr ⟨j, rfl⟩) l
+        exact Fin.eq_zero_or_eq_succ l
       rcases hl0 with h0 | ⟨j, hj⟩
       · rw [h0] at hc
         exact hz 0 (dotProduct_self_eq_zero.mp hc)
@@ -495,12 +464,8 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
   intro r k
   have hodd := odd_identity hV (Pi.single k 1) r
   have hA : (A *ᵥ Pi.single k 1) r = A r k := by
-    first
-      | (show A r ⬝ᵥ Pi.single k 1 = A r k
-         rw [dotProduct_single, mul_one])
-      | (rw [Matrix.mulVec_single_one]; done)
-      | (rw [Matrix.mulVec_single_one]; rfl)
-      | simp [Matrix.mulVec, dotProduct, Pi.single_apply]
+    show A r ⬝ᵥ Pi.single k 1 = A r k
+    rw [dotProduct_single, mul_one]
   have hW : ∑ i, W.down r i * (W.up i ⬝ᵥ Pi.single k 1) = ∑ i, W.down r i * W.up i k := by
     refine Finset.sum_congr rfl fun i _ => ?_
     rw [dotProduct_single, mul_one]
@@ -523,15 +488,10 @@ theorem indexSetCond_of_absorbable_relu (A : Matrix (Fin d) (Fin d) ℝ) (W : Un
           Finset.sum_congr rfl fun i _ => hterm i
       _ = ∑ i, W.down r i * W.up i k -
             2 * ∑ i, (if i ∈ S then W.down r i * W.up i k else 0) := by
-          first
-            | (rw [Finset.sum_sub_distrib, Finset.mul_sum]; done)
-            | (rw [Finset.sum_sub_distrib, ← Finset.mul_sum]; done)
-            | (simp only [Finset.sum_sub_distrib, Finset.mul_sum]; done)
+          rw [Finset.sum_sub_distrib, Finset.mul_sum]
       _ = ∑ i, W.down r i * W.up i k - 2 * ∑ i ∈ S, W.down r i * W.up i k := by
-          first
-            | exact congrArg (fun s : ℝ => ∑ i, W.down r i * W.up i k - 2 * s)
-                (sum_univ_ite_mem S fun i => W.down r i * W.up i k)
-            | rw [sum_univ_ite_mem S fun i => W.down r i * W.up i k]
+          exact congrArg (fun s : ℝ => ∑ i, W.down r i * W.up i k - 2 * s)
+            (sum_univ_ite_mem S fun i => W.down r i * W.up i k)
   -- Restate the goal with the instances of `ℝ` (not those of `IndexSetCond`'s `CommRing`), so
   -- that its sum is syntactically the atom of `hsumV`.
   show ∑ i ∈ S, W.down r i * W.up i k = -A r k

@@ -57,15 +57,9 @@ theorem oddPartLinear_relu : OddPartLinear relu := by
     have e2 : max (-z) 0 = 0 := max_eq_right (neg_nonpos.mpr h)
     linarith
 
-/-- `1 / a * a = 1` for `a ≠ 0` (a local helper, proved by whichever of several standard
-routes the pinned Mathlib accepts). -/
+/-- `1 / a * a = 1` for `a ≠ 0` (a local helper: Mathlib's `one_div_mul_cancel` on `ℝ`). -/
 private theorem one_div_mul_cancel_real {a : ℝ} (ha : a ≠ 0) : 1 / a * a = 1 := by
-  first
-    | exact one_div_mul_cancel ha
-    | (rw [one_div]; exact inv_mul_cancel₀ ha)
-    | (rw [div_mul_eq_mul_div, one_mul]; exact div_self ha)
-    | (field_simp; done)
-    | simp [ha]
+  exact one_div_mul_cancel ha
 
 /-- The logistic sigmoid satisfies `sigmoid z + sigmoid (-z) = 1`, i.e.
 `1 / (1 + e^{-z}) + 1 / (1 + e^{z}) = 1`. Proof: with `s = sigmoid z`, `t = sigmoid (-z)`,
@@ -77,10 +71,8 @@ theorem sigmoid_add_sigmoid_neg (z : ℝ) : sigmoid z + sigmoid (-z) = 1 := by
   have h2 : 1 + Real.exp z ≠ 0 :=
     (by linarith [Real.exp_pos z] : (0 : ℝ) < 1 + Real.exp z).ne'
   have hab : Real.exp (-z) * Real.exp z = 1 := by
-    first
-      | (rw [← Real.exp_add, neg_add_cancel, Real.exp_zero]; done)
-      | (rw [← Real.exp_add]; simp; done)
-      | (rw [Real.exp_neg z]; exact inv_mul_cancel₀ (Real.exp_pos z).ne')
+    rw [Real.exp_neg z]
+    exact inv_mul_cancel₀ (Real.exp_pos z).ne'
   have e1 : sigmoid z * (1 + Real.exp (-z)) = 1 := by
     show 1 / (1 + Real.exp (-z)) * (1 + Real.exp (-z)) = 1
     exact one_div_mul_cancel_real h1
@@ -109,9 +101,7 @@ theorem oddPartLinear_geluTanh : OddPartLinear geluTanh := by
   have ht : Real.tanh (Real.sqrt (2 / Real.pi) * (-z + 0.044715 * (-z) ^ 3)) =
       -Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3)) := by
     rw [harg]
-    first
-      | exact Real.tanh_neg _
-      | simp only [Real.tanh_eq_sinh_div_cosh, Real.sinh_neg, Real.cosh_neg, neg_div]
+    rw [Real.tanh_neg]
   show z * ((1 + Real.tanh (Real.sqrt (2 / Real.pi) * (z + 0.044715 * z ^ 3))) / 2) -
       -z * ((1 + Real.tanh (Real.sqrt (2 / Real.pi) * (-z + 0.044715 * (-z) ^ 3))) / 2) = z
   rw [ht]

@@ -47,20 +47,14 @@ theorem absorbable_skipMap_iff_of_mulLeft (K : BlockKind d)
     rintro ⟨V, hV⟩
     obtain ⟨q, hq⟩ := hK A⁻¹ V
     refine ⟨q, fun x => ?_⟩
-    first
-    | (rw [hq, hV, skipMap_apply, skipMap_apply, hp', Matrix.mulVec_add, Matrix.mulVec_mulVec,
-        Matrix.nonsing_inv_mul A hA]; done)
-    | (simp only [hq, hV, hp', skipMap_apply, Matrix.mulVec_add, Matrix.mulVec_mulVec,
-        Matrix.nonsing_inv_mul A hA, Matrix.one_mulVec]; done)
+    rw [hq, hV, skipMap_apply, skipMap_apply, hp', Matrix.mulVec_add, Matrix.mulVec_mulVec,
+      Matrix.nonsing_inv_mul A hA]
   · -- `h = x + A⁻¹ M x` gives `A h = A x + M x`.
     rintro ⟨V, hV⟩
     obtain ⟨q, hq⟩ := hK A V
     refine ⟨q, fun x => ?_⟩
-    first
-    | (rw [hq, hV, skipMap_apply, skipMap_apply, hp', Matrix.one_mulVec, Matrix.mulVec_add,
-        Matrix.mulVec_mulVec, Matrix.mul_nonsing_inv A hA, Matrix.one_mulVec]; done)
-    | (simp only [hq, hV, hp', skipMap_apply, Matrix.mulVec_add, Matrix.mulVec_mulVec,
-        Matrix.mul_nonsing_inv A hA, Matrix.one_mulVec]; done)
+    rw [hq, hV, skipMap_apply, skipMap_apply, hp', Matrix.one_mulVec, Matrix.mulVec_add,
+      Matrix.mulVec_mulVec, Matrix.mul_nonsing_inv A hA, Matrix.one_mulVec]
 
 /-! ### Left multiplication of the three kinds of blocks -/
 
@@ -68,10 +62,7 @@ theorem absorbable_skipMap_iff_of_mulLeft (K : BlockKind d)
 `(B W_down) σ(W_up x) = B (W_down σ(W_up x))`. -/
 theorem ungatedMap_mulLeft (σ : ℝ → ℝ) (B : Matrix (Fin d) (Fin d) ℝ) (W : UngatedWeights d n)
     (x : Fin d → ℝ) : ungatedMap σ ⟨W.up, B * W.down⟩ x = B *ᵥ ungatedMap σ W x := by
-  first
-  | exact (Matrix.mulVec_mulVec (fun i => σ ((W.up *ᵥ x) i)) B W.down).symm
-  | (simp only [ungatedMap, Matrix.mulVec_mulVec]; done)
-  | (simp only [ungatedMap]; rw [Matrix.mulVec_mulVec])
+  exact (Matrix.mulVec_mulVec (fun i => σ ((W.up *ᵥ x) i)) B W.down).symm
 
 /-- Ungated blocks are closed under left multiplication by a matrix. -/
 theorem ungated_mulLeft (σ : ℝ → ℝ) (B : Matrix (Fin d) (Fin d) ℝ) (W : UngatedWeights d n) :
@@ -81,10 +72,7 @@ theorem ungated_mulLeft (σ : ℝ → ℝ) (B : Matrix (Fin d) (Fin d) ℝ) (W :
 /-- Replacing `W_down` by `B W_down` multiplies a gated block on the left by `B`. -/
 theorem gatedMap_mulLeft (g : ℝ → ℝ) (B : Matrix (Fin d) (Fin d) ℝ) (W : GatedWeights d n)
     (x : Fin d → ℝ) : gatedMap g ⟨W.gate, W.up, B * W.down⟩ x = B *ᵥ gatedMap g W x := by
-  first
-  | exact (Matrix.mulVec_mulVec (fun i => g ((W.gate *ᵥ x) i) * (W.up *ᵥ x) i) B W.down).symm
-  | (simp only [gatedMap, Matrix.mulVec_mulVec]; done)
-  | (simp only [gatedMap]; rw [Matrix.mulVec_mulVec])
+  exact (Matrix.mulVec_mulVec (fun i => g ((W.gate *ᵥ x) i) * (W.up *ᵥ x) i) B W.down).symm
 
 /-- Gated blocks are closed under left multiplication by a matrix. -/
 theorem gated_mulLeft (g : ℝ → ℝ) (B : Matrix (Fin d) (Fin d) ℝ) (W : GatedWeights d n) :
@@ -96,12 +84,9 @@ the left by `B`. -/
 theorem biasedMap_mulLeft (σ : ℝ → ℝ) (B : Matrix (Fin d) (Fin d) ℝ) (W : BiasedWeights d n)
     (x : Fin d → ℝ) :
     biasedMap σ ⟨W.up, B * W.down, W.bUp, B *ᵥ W.bDown⟩ x = B *ᵥ biasedMap σ W x := by
-  first
-  | (simp only [biasedMap, Matrix.mulVec_add, Matrix.mulVec_mulVec]; done)
-  | (simp only [biasedMap]; rw [Matrix.mulVec_add, Matrix.mulVec_mulVec]; done)
-  | (show (B * W.down) *ᵥ (fun i => σ ((W.up *ᵥ x) i + W.bUp i)) + B *ᵥ W.bDown =
-        B *ᵥ (W.down *ᵥ (fun i => σ ((W.up *ᵥ x) i + W.bUp i)) + W.bDown);
-      rw [Matrix.mulVec_add, Matrix.mulVec_mulVec])
+  show (B * W.down) *ᵥ (fun i => σ ((W.up *ᵥ x) i + W.bUp i)) + B *ᵥ W.bDown =
+    B *ᵥ (W.down *ᵥ (fun i => σ ((W.up *ᵥ x) i + W.bUp i)) + W.bDown)
+  rw [Matrix.mulVec_add, Matrix.mulVec_mulVec]
 
 /-- Biased blocks are closed under left multiplication by a matrix. -/
 theorem biased_mulLeft (σ : ℝ → ℝ) (B : Matrix (Fin d) (Fin d) ℝ) (W : BiasedWeights d n) :
