@@ -13,3 +13,6 @@ import Absorb.Checker.Decide
 import Absorb.Checker.Soundness
 import Absorb.BiasBlowup
 import Absorb.Necessary
+import Absorb.Bounded
+import Absorb.DepthNarrow
+import Absorb.GeluCdf
