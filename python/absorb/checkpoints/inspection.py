@@ -99,7 +99,7 @@ def _inspect_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan, rate: float,
     verdict = decide(block, rng=rng, search=search, tol=tol)
     seconds = time.perf_counter() - t0
     return {"layer": spec.layer, "stack": spec.stack, "label": spec.label, "keys": spec.keys,
-            "dtype": spec.dtype, **verdict,
+            "dtype": spec.dtype, **verdict.to_json(),
             "cost": {"predicted_peak_bytes": cost.bytes, "predicted_flops": cost.flops,
                      "predicted_seconds": cost.flops / rate, "seconds": seconds}}
 
@@ -152,11 +152,11 @@ def inspect_checkpoint(
             row = _inspect_layer(ckpt, spec, plan, rate, rng, search, tol, memory, kept)
             cert = row.get("certificate")
             dual = cert.get("dual") if isinstance(cert, dict) else None
-            if isinstance(dual, dict) and dual.get("Y") is not None:
+            if isinstance(cert, dict) and isinstance(dual, dict) and dual.get("Y") is not None:
                 if keep_certificates:
                     kept += FLOAT_BYTES * spec.d * spec.d
                 else:  # d² floats per layer add up over a large model's layers
-                    dual["Y"] = None
+                    row["certificate"] = {**cert, "dual": {**dual, "Y": None}}
             layers.append(row)
         files = [str(f) for f in ckpt.files]
     return {"checkpoint": str(path), "files": files, **plan.to_json(),
