@@ -175,8 +175,10 @@ def test_explicit_patterns_still_work(tmp_path: Path, rng: np.random.Generator) 
     res = inspect_checkpoint(path, up="mlp.{i}.up.weight", down="mlp.{i}.down.weight",
                              activation="relu")
     (row,) = res["layers"]  # type: ignore[misc]
-    assert row["verdict"] == "absorbed" and row["biases"] is True
-    assert row["keys"]["up_bias"] == "mlp.0.up.bias" and row["max_abs_error"] < 1e-8
+    # planted through a float pseudo-inverse: an index set up to float64 rounding only
+    assert row["verdict"] == "absorbable_up_to_rounding" and row["biases"] is True
+    assert row["keys"]["up_bias"] == "mlp.0.up.bias"
+    assert row["corrected_construction_check"]["max_abs_error"] < 1e-8
     assert res["architecture"] is None and res["layout"] == "linear"
 
 
