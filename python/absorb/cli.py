@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no numerical search for undetermined verdicts")
     p.add_argument("--tol", type=tol_type, default=None,
                    help="relative precision of the stored weights for 'absorbable up to "
-                        "rounding', at most 1e-2; never makes a block 'absorbed' (default: "
+                        "rounding', at most 1e-2; never makes a block absorbed (default: "
                         "the unit roundoff of the detected storage format; 1e-9 for float64)")
     p.add_argument("--certificate-out", metavar="FILE",
                    help="write the dual certificate Y in the Lean checker's JSON format "
@@ -467,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "overrides the detected activation")
     p.add_argument("--tol", type=tol_type, default=None,
                    help="relative precision of the stored weights for 'absorbable up to "
-                        "rounding', at most 1e-2; never makes a layer 'absorbed' (default: "
+                        "rounding', at most 1e-2; never makes a layer absorbed (default: "
                         "the unit roundoff of each layer's storage format)")
     p.add_argument("--search", action="store_true",
                    help="also run the numerical search on undetermined layers (slow)")

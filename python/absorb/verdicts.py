@@ -365,9 +365,11 @@ def _fmt(x: object) -> str:
 
 def _witness_lines(w: Mapping[str, Any]) -> list[str]:
     if "gap_norm" in w:
+        exact = w.get("expected_gap_exact")
         return [f"witness: |f({w['lambda']:g}x) - {w['lambda']:g}^{w['k']:g} f(x)| = "
                 f"{w['gap_norm']:.6g} (= |(λ - λ^k) A x|, discrepancy "
-                f"{w['discrepancy']:.2g}); zero for every residual-free block"]
+                f"{w['discrepancy']:.2g}); zero for every residual-free block"
+                + (f"; exactly, (λ - λ^k) A x = {exact}" if exact is not None else "")]
     if "Ax_norm" in w and "skip_gap" in (w.get("steps") or [{}])[0]:
         return [f"witness: |Ax| = {w['Ax_norm']:.6g}; as t -> 0, |f(tx)/t - Ax| and the bound "
                 "on |h(tx)/t| vanish:",
@@ -376,9 +378,10 @@ def _witness_lines(w: Mapping[str, Any]) -> list[str]:
     if "residual_free_bound" in w:
         def num(q: str) -> str:
             try:
-                return f"{float(Fraction(q)):.6g}"
+                f = float(Fraction(q))
             except OverflowError:  # beyond float range: the exact value
                 return q
+            return q if f == 0 and Fraction(q) != 0 else f"{f:.6g}"
 
         return [f"witness: v = e_{w['x'].index(1.0)}, |Av|_max = {num(w['Av_norm'])}; every "
                 "residual-free block with no larger row sums of |V_down| and |c_down| stays "

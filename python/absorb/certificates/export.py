@@ -31,6 +31,7 @@ from absorb.blocks import Block
 from absorb.errors import AbsorbError
 from absorb.files import write_atomic
 from absorb.rationals import RationalMatrix
+from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict
 
 __all__ = ["FORMAT", "checker_document", "ensure_writable", "export_document",
            "write_new_file"]
@@ -110,7 +111,7 @@ def _exported_block(block: Block) -> tuple[str, bool, str]:
                       "checker's theorems do not speak about it (nothing written)")
 
 
-def export_document(verdict: Any, block: Block, *, certificate: bool
+def export_document(verdict: Verdict, block: Block, *, certificate: bool
                     ) -> tuple[dict[str, object], str]:
     """The checker document of a verdict and a note on the block it holds: ``Y``
     (``certificate``, or a not_absorbed verdict) from ``certificate.dual``, else the exact
@@ -122,24 +123,23 @@ def export_document(verdict: Any, block: Block, *, certificate: bool
     activation, with_biases, note = _exported_block(block)
     W_up, W_down, A = stored_weights(block)
     b_up, b_down = stored_biases(block) if with_biases else (None, None)
-    kind = verdict["verdict"]
     cert = verdict.get("certificate")
     dual = cert.get("dual") if isinstance(cert, dict) else None
-    if certificate or kind == "not_absorbed":
+    if certificate or isinstance(verdict, NotAbsorbed):
         if not isinstance(dual, dict):
-            raise AbsorbError(f"the verdict ({kind}) carries no dual certificate Y to write"
-                              + ("; -A lies inside the zonotope, so none exists"
-                                 if kind == "not_absorbed" else ""))
+            raise AbsorbError(f"the verdict ({verdict.kind}) carries no dual certificate Y to "
+                              "write" + ("; -A lies inside the zonotope, so none exists"
+                                         if isinstance(verdict, NotAbsorbed) else ""))
         Y = dual["Y"]
         rows = (Y.fractions() if isinstance(Y, RationalMatrix)
                 else [[Fraction(q) for q in row] for row in Y])
         return checker_document(W_up, W_down, A, activation=activation, b_up=b_up,
                                 b_down=b_down, Y=rows), note
-    if kind == "absorbed" and verdict.get("S") is not None:
+    if isinstance(verdict, Absorbed) and verdict.proof.S is not None:
         return checker_document(W_up, W_down, A, activation=activation, b_up=b_up,
-                                b_down=b_down, S=verdict["S"]), note
-    if kind == "absorbable_up_to_rounding":
+                                b_down=b_down, S=verdict.proof.S), note
+    if isinstance(verdict, AbsorbableUpToRounding):
         raise AbsorbError("the index set holds only up to rounding: on the stored values the "
                           "checker would refute it (nothing written)")
-    raise AbsorbError(f"the verdict ({kind}) carries neither an exact index set S nor a "
-                      "dual certificate Y for the checker")
+    raise AbsorbError(f"the verdict ({verdict.kind}) carries neither an exact index set S "
+                      "nor a dual certificate Y for the checker")

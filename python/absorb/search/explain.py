@@ -66,7 +66,7 @@ def prediction(block: Block, width: int) -> dict[str, object]:
     ``check``'s verdict itself (``verdict``), built by :func:`absorb.theory.decide`.
     """
     from absorb.theory import applicable_theorems, decide, stored_weights
-    from absorb.verdicts import exact_zero_skip
+    from absorb.verdicts import Absorbed, Impossible, NotAbsorbed, exact_zero_skip
 
     if exact_zero_skip(stored_weights(block)[2]) is not None:
         return {"expect": "zero", "text": "A = 0: the block is residual-free already; expect ≈ 0"}
@@ -86,8 +86,8 @@ def prediction(block: Block, width: int) -> dict[str, object]:
                         + (f" nor >= n + 2d = {n + 2 * d}" if how.path == "index_set" else "")
                         + ": no theorem speaks about it; no prediction"}
     verdict = decide(block, rng=np.random.default_rng(0), search=False)
-    expect = {"absorbed": "zero", "not_absorbed": "floor", "impossible": "floor"}.get(
-        verdict.kind, "unknown")
+    expect = ("zero" if isinstance(verdict, Absorbed)
+              else "floor" if isinstance(verdict, NotAbsorbed | Impossible) else "unknown")
     return {"expect": expect, "theorem": verdict.theorem, "verdict": verdict.kind,
             "chain": list(verdict.chain),
             "text": f"same width, check says {verdict.kind}"

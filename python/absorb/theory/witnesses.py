@@ -52,7 +52,17 @@ def degree_witness(block: Block, x: Array, lam: float = 2.0) -> dict[str, object
     x = np.asarray(x, dtype=np.float64)
     gap = block(lam * x) - lam**k * block(x)
     expected = (lam - lam**k) * (block.skip_matrix() @ x)
-    return {
+    exact: dict[str, object] = {}
+    ex = block.exact
+    if ex is not None and ex.A_skip is not None:
+        # exact input: the gap (λ − λ^k) A x over ℚ, which floats may round to 0 (a skip of
+        # 10⁻⁴⁰⁰) although A x ≠ 0
+        from absorb.certificates import as_fractions
+
+        c = Fraction(lam) - Fraction(lam) ** int(k) if float(k).is_integer() else None
+        if c is not None:
+            exact["expected_gap_exact"] = [str(c * v) for v in ex.A_skip @ as_fractions(x)]
+    return {**exact,
         "x": x.tolist(),
         "lambda": lam,
         "k": k,
