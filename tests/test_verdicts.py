@@ -19,8 +19,8 @@ from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
 from absorb.theory import decide
 from absorb.verdicts import (
-    Absorbed,
     AbsorbableUpToRounding,
+    Absorbed,
     ExactCheck,
     Impossible,
     NotAbsorbed,
