@@ -320,3 +320,15 @@ def test_distance_is_a_lower_bound_over_every_index_set() -> None:
              for r in range(2) for c in range(2)), Fraction(0))
         for k in range(7) for S in itertools.combinations(range(6), k))
     assert Fraction(cert["distance"]) ** 2 * 2 <= best  # ‖A‖_F² = 2
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the float relaxation overflows
+def test_exact_search_finding_a_set_is_absorbed_when_floats_overflow() -> None:
+    """Weights near 2⁵²⁰: the float search overflows, the exact search on the stored values
+    finds S; the verdict is absorbed (it was undetermined)."""
+    big = 2.0**520
+    block = Block(get_activation("relu"), np.array([[big, 0.0], [0.0, big], [1.0, 1.0]]),
+                  np.array([[-1 / big, 0.0, 0.3], [0.0, -1 / big, 0.2]]))
+    assert oracle_index_sets(block.W_up, block.W_down, np.eye(2)) == [(0, 1)]
+    v = decide(block, rng=np.random.default_rng(0), search=False)
+    assert v.kind == "absorbed" and tuple(v["S"]) == (0, 1)  # type: ignore[arg-type]

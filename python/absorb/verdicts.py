@@ -90,7 +90,9 @@ def _rationals(M: Any) -> Any:
 
 def exact_zero_skip(A: Any) -> ExactCheck | None:
     """A = 0 exactly (A given as stored: Fractions or floats; None is the identity)."""
-    if A is None or not all(v == 0 for v in _rationals(A).ravel()):
+    M = None if A is None else np.asarray(A)
+    # a float is zero exactly when its value is; rationals are compared as they are
+    if M is None or (any(v != 0 for v in M.ravel()) if M.dtype == object else np.any(M)):
         return None
     return ExactCheck("zero_skip", "A = 0 exactly on the stored values: the block is "
                       "already residual-free", seal=_SEAL)

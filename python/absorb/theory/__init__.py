@@ -38,10 +38,10 @@ from absorb.theory.common import (
     SCOPE,
     absorbing_block,
     evidence,
+    stored_block_json,
     stored_weights,
     subject,
     verify_construction,
-    weights_json,
 )
 from absorb.theory.index_sets import (
     COLLINEAR_TOL,
@@ -117,7 +117,7 @@ def decide(block: Block, *, rng: np.random.Generator, search: bool = True,
         h = Block(block.activation, block.W_up, block.W_down, block.W_gate, block.b_up,
                   block.b_down, residual=False)
         return Absorbed(subject=subj, proof=zero, reason="A = 0 exactly: the block is already "
-                        "residual-free", construction={"absorbing_block": weights_json(h)},
+                        "residual-free", construction={"absorbing_block": stored_block_json(block)},
                         check=verify_construction(block, h, rng))
     how = applicable_theorems(block)
     if how.path == "linear":

@@ -103,6 +103,18 @@ def stored_biases(block: Block) -> tuple[Any, Any]:
     return b_up, b_down
 
 
+def stored_block_json(block: Block) -> dict[str, object]:
+    """The block's own weights as stored (the rational originals for exact input)."""
+    ex = block.exact
+    out: dict[str, object] = {}
+    for key in ("W_up", "W_down", "W_gate", "b_up", "b_down"):
+        value = getattr(ex, key) if ex is not None else None
+        value = getattr(block, key) if value is None else value
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def _exactly(v: Fraction) -> float | Fraction:
     """The float of v when it is exactly v, else v itself (written as "p/q")."""
     f = float(v)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -313,8 +313,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
     """The verdict of an odd-part-linear ungated block with A ≠ 0 (see the module docstring)."""
     W_up, W_down, A = stored_weights(block)
     store = storage(block, tol)
-    subject = Subject(**{**subject.__dict__, "extra": {**subject.extra,
-                                                       "storage": store.to_json()}})
+    subject = replace(subject, extra={**subject.extra, "storage": store.to_json()})
     details: dict[str, object] = {}
     if candidate is not None:
         S0 = sorted(int(i) for i in candidate)
@@ -378,6 +377,13 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
         full = chain
     else:
         confirm = result if result.exact else _confirm_exactly(block)
+        if confirm is not None and confirm.status == "found" and confirm.S is not None:
+            # the float search missed it (e.g. its Gram products overflowed); the exact
+            # search on the stored values found an index set, checked exactly once more
+            found = exact_index_set(W_up, W_down, confirm.S, A)
+            if found is not None:
+                return _absorbed(block, found, rng, subject, "",
+                                 {**details, "index_set_search": confirm.to_json()})
         if confirm is None or confirm.status != "none":
             return undetermined("the floating-point search found no index set, but no dual "
                                 "certificate was found and the exact search did not confirm "
