@@ -332,3 +332,19 @@ def test_exact_search_finding_a_set_is_absorbed_when_floats_overflow() -> None:
     assert oracle_index_sets(block.W_up, block.W_down, np.eye(2)) == [(0, 1)]
     v = decide(block, rng=np.random.default_rng(0), search=False)
     assert v.kind == "absorbed" and tuple(v["S"]) == (0, 1)  # type: ignore[arg-type]
+
+
+def test_near_collinear_rows_are_decided_exactly() -> None:
+    """Rows collinear to within 1e-13 but not exactly: the float filter flags them, the exact
+    check clears them, and index_set_necessary applies (exactly collinear rows: it does not)."""
+    rng = np.random.default_rng(3)
+    block = random_block(get_activation("relu"), 3, 8, rng)
+    W_up = block.W_up.copy()
+    W_up[5] = 2.0 * W_up[1]
+    W_up[5, 0] = np.nextafter(W_up[5, 0], np.inf)  # one ulp: not a multiple of row 1
+    near = decide(Block(block.activation, W_up, block.W_down), rng=rng, search=False)
+    assert near.kind == "not_absorbed"
+    W_up[5] = 2.0 * W_up[1]  # exactly collinear (a power-of-two multiple is exact)
+    same = decide(Block(block.activation, W_up, block.W_down), rng=rng, search=False)
+    assert same.kind == "undetermined"
+    assert "rows of W_up nonzero and pairwise non-collinear" in same["unmet_hypotheses"]  # type: ignore[operator]

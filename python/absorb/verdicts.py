@@ -456,8 +456,9 @@ def _text_lines(r: Mapping[str, Any], subject: Subject) -> list[str]:
     rnd = r.get("rounding")
     if rnd:
         lines.append(f"rounding: {rnd['storage_dtype']} weights; the least-norm change of "
-                     f"W_down[:,S] is {rnd['delta_norm_relative_to_W_down']:.3g} of |W_down| "
-                     f"({rnd['delta_norm_in_unit_roundoffs']:.3g} unit roundoffs)")
+                     f"W_down[:,S] is {rnd['delta_norm_relative_to_W_down']:.3g} of |W_down|"
+                     + (f" ({r['distance_in_unit_roundoffs']:.3g} unit roundoffs of "
+                        f"{rnd['storage_dtype']})" if "distance_in_unit_roundoffs" in r else ""))
     for hyp in r.get("unmet_hypotheses") or []:
         lines.append(f"unmet hypothesis: {hyp}")
     search = r.get("search")

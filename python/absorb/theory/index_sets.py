@@ -53,6 +53,8 @@ from absorb.verdicts import (
 
 # 1 - |cos| below this counts as collinear for float weights (an angle of about 1.4e-5 rad).
 COLLINEAR_TOL = 1e-10
+#: Float W_up with near-collinear rows are re-checked exactly up to this many entries.
+EXACT_COLLINEAR_ENTRIES = 1 << 18
 #: Random projections that candidate collinear pairs must agree on (within ε) before a cosine.
 _PROJECTIONS = 4
 #: Candidate pairs per row in the first projection beyond which the blocked Gram matrix is used.
@@ -123,9 +125,11 @@ def necessary_hypotheses(block: Block) -> list[str]:
     """The hypotheses of the chain bias_blowup → index_set_necessary that this block does NOT
     meet (empty: all hold). No d ≥ 2, n ≥ d or invertible A is needed (THEORY.md).
 
-    Zero rows and zero columns are decided exactly; collinearity exactly for rational input,
-    and for floats by the float filter, which errs only on the safe side (a pair it calls
-    collinear leaves the hypothesis unmet, hence ``undetermined``)."""
+    Zero rows and zero columns are decided exactly. Collinearity: exactly for rational input;
+    for floats the float filter first — exactly collinear rows have |cos| within d·2⁻⁵² of 1,
+    far inside its threshold, so "no pair near collinear" is a proof — and where it flags a
+    pair, the exact check on the stored values decides (up to EXACT_COLLINEAR_ENTRIES
+    entries; beyond, the hypothesis stays unmet: ``undetermined``, never a wrong verdict)."""
     unmet = []
     act = block.activation
     direct = act.necessary_direct and not block.has_biases
@@ -134,7 +138,10 @@ def necessary_hypotheses(block: Block) -> list[str]:
                      f"{act.name} is not)")
     exact = block.exact is not None
     W_up, W_down, _ = stored_weights(block)
-    if not noncollinear_rows(W_up, exact):
+    distinct = noncollinear_rows(W_up, exact)
+    if not distinct and not exact and W_up.size <= EXACT_COLLINEAR_ENTRIES:
+        distinct = noncollinear_rows(as_fractions(W_up), True)
+    if not distinct:
         unmet.append("rows of W_up nonzero and pairwise non-collinear")
     if not np.all(np.any(W_down != 0, axis=0)):
         unmet.append("columns of W_down nonzero")
