@@ -237,7 +237,7 @@ def test_generic_weights_are_certified_not_absorbed(name: str, d: int, n: int,
 
 def _tamper_shapes(block: Block) -> list[tuple[str, Block]]:
     W_up = block.W_up.copy()
-    W_up[1] = -2.5 * W_up[0]
+    W_up[1] = -2.0 * W_up[0]  # a power-of-two multiple: exactly collinear on the stored values
     W_down = block.W_down.copy()
     W_down[:, 2] = 0.0
     return [
