@@ -158,7 +158,7 @@ def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[floa
     Floats are rounded toward the safe side (the quotient by at most 16 unit roundoffs).
     """
     safe = 1.0 - 16.0 * 2.0**-53
-    a2 = _frobenius_squared_below(A, d)
+    a2 = _frobenius_squared_above(A, d)
     if a2 == 0:
         return None, "A = 0"
     try:
@@ -178,18 +178,23 @@ def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[floa
                   "minimizer, an upper bound of its minimum")
 
 
-def _frobenius_squared_below(A: Any, d: int) -> Fraction:
-    """A lower bound on ‖A‖_F² (A as stored; None: the identity, ‖I‖_F² = d): exact for
-    rational A or where floats would overflow or underflow, else the float sum rounded down."""
+def _frobenius_squared_above(A: Any, d: int) -> Fraction:
+    """An upper bound on ‖A‖_F² (A as stored; None: the identity, ‖I‖_F² = d): exact for
+    rational A; for floats amax²·Σ (a/amax)² with every rounding (relative u, or 2⁻¹⁰⁷⁴ where
+    a quotient underflows) bounded upward."""
     if A is None:
         return Fraction(d)
     M = np.asarray(A)
-    if M.dtype != object:
-        with np.errstate(over="ignore", under="ignore"):
-            s2 = float(np.sum(M * M))
-        if math.isfinite(s2) and s2 > 0.0:
-            return Fraction(s2) * (1 - Fraction(M.size + 2) * Fraction(2.0**-53))
-    return sum((v * v for v in as_fractions(M).ravel()), Fraction(0))
+    if M.dtype == object:
+        return sum((Fraction(v) ** 2 for v in M.ravel()), Fraction(0))
+    amax = float(np.max(np.abs(M)))
+    if amax == 0.0:
+        return Fraction(0)
+    with np.errstate(under="ignore"):
+        s2 = float(np.sum(np.square(M / amax)))
+    u = Fraction(2.0**-53)
+    bound = Fraction(s2) * (1 + (2 * M.size + 4) * u) + 4 * M.size * Fraction(2.0**-1074)
+    return Fraction(amax) ** 2 * bound
 
 
 def _certificate(result: certificates.IndexSetSearch, A: Any, d: int) -> dict[str, object]:
