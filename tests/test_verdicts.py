@@ -199,8 +199,6 @@ def _two_sets() -> tuple[Block, tuple[int, ...]]:
     return Block(get_activation("relu"), W_up, W_down), (2, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="needs the exact helper's search, which prefers an "
-                   "exact index set to one within the tolerance (issue 15)")
 def test_of_two_index_sets_the_exact_one_is_found() -> None:
     block, exact = _two_sets()
     assert oracle_index_sets(block.W_up, block.W_down, np.eye(2)) == [exact]
@@ -348,3 +346,20 @@ def test_near_collinear_rows_are_decided_exactly() -> None:
     same = decide(Block(block.activation, W_up, block.W_down), rng=rng, search=False)
     assert same.kind == "undetermined"
     assert "rows of W_up nonzero and pairwise non-collinear" in same["unmet_hypotheses"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_float16_block_with_an_exact_set_beside_a_near_one_is_absorbed(seed: int) -> None:
+    """float16 weights: units {0, 1} meet the condition only within float16 rounding, units
+    {2, 3} exactly; the verdict is absorbed with an exact set (it was up to rounding)."""
+    rng = np.random.default_rng(seed)
+    W_up = (rng.integers(-16, 17, (7, 2)) / 16).astype(np.float16).astype(np.float64)
+    W_down = (rng.integers(-16, 17, (2, 7)) / 16).astype(np.float16).astype(np.float64)
+    W_up[2:4], W_down[:, 2:4] = np.eye(2), -np.eye(2)
+    B = np.array([[1.25, 0.375], [-0.5, 0.875]])
+    W_up[:2] = B
+    W_down[:, :2] = (-np.linalg.inv(B)).astype(np.float16)
+    exact = oracle_index_sets(W_up, W_down, np.eye(2))
+    assert (2, 3) in exact and (0, 1) not in exact
+    v = decide(Block(get_activation("relu"), W_up, W_down), rng=rng, search=False)
+    assert v.kind == "absorbed" and tuple(v["S"]) in exact  # type: ignore[arg-type]

@@ -306,9 +306,16 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
                  "index_set_search": result.to_json()})
 
 
+#: The exact search on float weights (rational Gram matrix: n²d rational operations) is run
+#: again by the verdict only up to this many weights n·d.
+EXACT_SEARCH_MAX_WEIGHTS = 1 << 10
+
+
 def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
-    """The exhaustive search again, in exact arithmetic on the stored (dyadic) values, when its
-    plan fits; None when it would not."""
+    """The exhaustive search again, in exact arithmetic on the stored (dyadic) values, when the
+    block is small enough and its plan fits; None when it would not."""
+    if block.n * block.d > EXACT_SEARCH_MAX_WEIGHTS:
+        return None
     W_up, W_down, A = stored_weights(block)
     res = certificates.find_index_set(as_fractions(W_up), as_fractions(W_down),
                                       None if A is None else as_fractions(A), dual=False)
@@ -357,8 +364,15 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
         if block.exact is not None:
             return undetermined("the exact search returned an index set that fails the exact "
                                 "check", None)
-        out = _up_to_rounding(block, S, result, rng, subject, store, A)
-        return out
+        # the float search stops at the first set within its tolerance; an exact set may
+        # exist beside it (small blocks: searched for exactly on the stored values)
+        confirm = _confirm_exactly(block)
+        if confirm is not None and confirm.status == "found" and confirm.S is not None:
+            exact_set = exact_index_set(W_up, W_down, confirm.S, A)
+            if exact_set is not None:
+                return _absorbed(block, exact_set, rng, subject, "",
+                                 {**details, "index_set_search": confirm.to_json()})
+        return _up_to_rounding(block, S, result, rng, subject, store, A)
     cert = _certificate(result, A, block.d)
     if result.status == "limit" and result.dual is not None:
         # the certificate decides the stored weights; only "up to rounding" stays open
