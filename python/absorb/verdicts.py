@@ -30,6 +30,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from absorb.certificates._inputs import exact_rank
+from absorb.certificates.verify import check_index_set, parse_matrix
 from absorb.manifest import get_theorem
 
 __all__ = [
@@ -81,13 +83,6 @@ class ExactCheck:
         return {"kind": self.kind, "detail": self.detail, "arithmetic": "exact"}
 
 
-def _rationals(M: Any) -> Any:
-    """The stored values as exact rationals (a float is a dyadic rational: no rounding)."""
-    from absorb.certificates.verify import parse_matrix
-
-    return parse_matrix(M)
-
-
 def exact_zero_skip(A: Any) -> ExactCheck | None:
     """A = 0 exactly (A given as stored: Fractions or floats; None is the identity)."""
     M = None if A is None else np.asarray(A)
@@ -100,8 +95,6 @@ def exact_zero_skip(A: Any) -> ExactCheck | None:
 
 def exact_index_set(W_up: Any, W_down: Any, S: Sequence[int], A: Any) -> ExactCheck | None:
     """W_down[:,S] W_up[S,:] = −A exactly on the stored values (A None: the identity)."""
-    from absorb.certificates import check_index_set
-
     idx = tuple(sorted(int(i) for i in S))
     if not check_index_set(W_up, W_down, idx, A):
         return None
@@ -111,9 +104,7 @@ def exact_index_set(W_up: Any, W_down: Any, S: Sequence[int], A: Any) -> ExactCh
 
 def exact_linear_rank(L: Any, n: int) -> tuple[int, ExactCheck | None]:
     """(rank L over ℚ, proof when rank L ≤ n): L = A + W_down W_up of a linear block, exact."""
-    from absorb.certificates._inputs import exact_rank
-
-    rank = exact_rank(_rationals(L))
+    rank = exact_rank(parse_matrix(L))  # a float is a dyadic rational: no rounding
     if rank > n:
         return rank, None
     return rank, ExactCheck("linear_rank", f"rank(A + W_down W_up) = {rank} <= n = {n}, "
