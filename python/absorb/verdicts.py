@@ -432,6 +432,8 @@ def _text_lines(r: Mapping[str, Any], subject: Subject) -> list[str]:
                      f"{cert['detail']}")
     elif "rank" in cert:
         lines.append(f"rank of A + W_down W_up: {cert['rank']} (exact, over Q)")
+    if cert.get("proof"):
+        lines.append(f"proof: {cert['proof']}")
     if len(r.get("chain") or []) > 1:
         lines.append("theorems used: " + " + ".join(r["chain"]))
     dual = cert.get("dual")
@@ -450,6 +452,8 @@ def _text_lines(r: Mapping[str, Any], subject: Subject) -> list[str]:
                      f"W_down[:,S] is {rnd['delta_norm_relative_to_W_down']:.3g} of |W_down|"
                      + (f" ({r['distance_in_unit_roundoffs']:.3g} unit roundoffs of "
                         f"{rnd['storage_dtype']})" if "distance_in_unit_roundoffs" in r else ""))
+    if r.get("stored_weights_exactly"):
+        lines.append(f"on the stored weights: {r['stored_weights_exactly']}")
     for hyp in r.get("unmet_hypotheses") or []:
         lines.append(f"unmet hypothesis: {hyp}")
     search = r.get("search")
