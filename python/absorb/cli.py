@@ -230,19 +230,17 @@ def _require_decidable(block: Block) -> None:
 
 
 def tol_type(text: str) -> float:
-    """An argparse type for ``--tol``: a storage tolerance, i.e. a plausible relative precision
-    of stored weights, in (0, MAX_TOL]. It can widen "absorbable up to rounding", never make a
-    block ``absorbed``; anything else is refused here, before any work."""
-    from absorb.verdicts import MAX_TOL
+    """An argparse type for ``--tol``: a storage tolerance (:func:`absorb.verdicts.check_tol`),
+    refused here, before any work, when it is not a plausible relative precision."""
+    from absorb.verdicts import check_tol
 
     try:
         value = float(text)
+        check_tol(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid value {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= MAX_TOL):
-        raise argparse.ArgumentTypeError(
-            f"must be a relative precision of the stored weights in (0, {MAX_TOL:g}] "
-            f"(a storage tolerance, not an error budget), got {text!r}")
+    except AbsorbError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tol ")) from None
     return value
 
 

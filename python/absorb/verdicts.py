@@ -22,6 +22,7 @@ A verdict is also a read-only mapping onto its JSON object (``v["verdict"]``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -32,6 +33,7 @@ import numpy as np
 
 from absorb.certificates._inputs import exact_rank
 from absorb.certificates.verify import check_index_set, parse_matrix
+from absorb.errors import AbsorbError
 from absorb.manifest import get_theorem
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "Subject",
     "Undetermined",
     "Verdict",
+    "check_tol",
     "exact_index_set",
     "exact_linear_rank",
     "exact_stack",
@@ -56,6 +59,16 @@ __all__ = [
 MAX_TOL = 1e-2
 
 _SEAL = object()
+
+
+def check_tol(tol: float | None) -> None:
+    """Refuse a storage tolerance that is not a plausible relative precision of stored
+    weights: not positive, not finite, or above :data:`MAX_TOL`. A tolerance can only widen
+    ``absorbable_up_to_rounding``; it never makes a block ``absorbed``."""
+    if tol is not None and not (math.isfinite(tol) and 0 < tol <= MAX_TOL):
+        raise AbsorbError(f"--tol must be a relative precision of the stored weights in "
+                          f"(0, {MAX_TOL:g}] (a storage tolerance, not an error budget), "
+                          f"got {tol:g}")
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,11 @@ from absorb.theory.witnesses import (
     witness_point,
 )
 from absorb.verdicts import (
-    MAX_TOL,
     Absorbed,
     Impossible,
     Undetermined,
     Verdict,
+    check_tol,
     exact_zero_skip,
 )
 
@@ -90,13 +90,6 @@ __all__ = [
     "storage",
     "stored_weights",
 ]
-
-
-def check_tol(tol: float | None) -> None:
-    """Refuse a storage tolerance that is not a plausible relative precision: not positive,
-    not finite, or above :data:`~absorb.verdicts.MAX_TOL`."""
-    if tol is not None and not (0 < tol <= MAX_TOL):
-        raise AbsorbError(f"tol must be a relative precision in (0, {MAX_TOL:g}], got {tol:g}")
 
 
 def decide(block: Block, *, rng: np.random.Generator, search: bool = True,
