@@ -24,7 +24,7 @@ from absorb.certificates import relaxation_cost
 from absorb.checkpoints.detection import LayerSpec, Plan, detect, explicit_plan
 from absorb.checkpoints.reading import DTYPE_BYTES, Checkpoint
 from absorb.errors import AbsorbError
-from absorb.theory import decide
+from absorb.theory import check_tol, decide
 
 NOTE = ("each verdict concerns the abstract block x + MLP(x) with the stored MLP weights "
         "(as in the paper); the real layers also hold a LayerNorm (and attention) that the "
@@ -130,6 +130,7 @@ def inspect_checkpoint(
     decided (its margin and how it was verified stay): text output never shows Y, and kept
     matrices cost d² floats per layer, which the memory check counts.
     """
+    check_tol(tol)  # before any layer is read
     if (up is None) != (down is None) or (gate is not None and up is None):
         raise AbsorbError("give both --up and --down (and --gate for a gated activation)")
     if up is not None and arch is not None:
