@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.conftest import REPO, CliResult
 
 from absorb import verdicts
@@ -363,3 +365,36 @@ def test_float16_block_with_an_exact_set_beside_a_near_one_is_absorbed(seed: int
     assert (2, 3) in exact and (0, 1) not in exact
     v = decide(Block(get_activation("relu"), W_up, W_down), rng=rng, search=False)
     assert v.kind == "absorbed" and tuple(v["S"]) in exact  # type: ignore[arg-type]
+
+
+quarters = st.integers(-4, 4).map(lambda k: k / 4)
+
+
+ODD_PART_LINEAR = [a.name for a in CATALOG.values() if a.odd_part_linear and not a.gated]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(ODD_PART_LINEAR), st.integers(1, 3), st.integers(1, 6), st.booleans(),
+       st.booleans(), st.booleans(), st.data())
+def test_no_false_absorbed_and_no_false_not_absorbed(name: str, d: int, n: int, planted: bool,
+                                                     skip: bool, biases: bool,
+                                                     data: st.DataObject) -> None:
+    """Small dyadic blocks (exact in floats) of every odd-part-linear σ, with and without a
+    planted set, a skip matrix and biases: absorbed exactly when the oracle finds an index
+    set, with one of its sets; never not_absorbed (nor anything else) when one exists."""
+    def matrix(rows: int, cols: int) -> np.ndarray:
+        return np.array(data.draw(st.lists(st.lists(quarters, min_size=cols, max_size=cols),
+                                           min_size=rows, max_size=rows)))
+
+    W_up, W_down = matrix(n, d), matrix(d, n)
+    A = matrix(d, d) if skip else np.eye(d)
+    if planted and n >= d:
+        W_up[:d], W_down[:, :d] = np.eye(d), -A
+    b = (np.array(data.draw(st.lists(quarters, min_size=n, max_size=n))) if biases else None)
+    block = Block(get_activation(name), W_up, W_down, b_up=b, A_skip=A if skip else None)
+    sets = oracle_index_sets(W_up, W_down, A)
+    v = decide(block, rng=np.random.default_rng(0), search=False)
+    if v.kind == "absorbed":
+        assert not np.any(A) or tuple(v["S"]) in sets  # type: ignore[arg-type]
+    else:
+        assert not sets and np.any(A)
