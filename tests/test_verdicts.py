@@ -398,3 +398,35 @@ def test_no_false_absorbed_and_no_false_not_absorbed(name: str, d: int, n: int, 
         assert not np.any(A) or tuple(v["S"]) in sets  # type: ignore[arg-type]
     else:
         assert not sets and np.any(A)
+
+
+thirds = st.integers(-3, 3).map(lambda k: str(Fraction(k, 3)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 5), st.booleans(), st.data())
+def test_exact_input_agrees_with_the_oracle(d: int, n: int, planted: bool,
+                                            data: st.DataObject) -> None:
+    """Rational "p/q" input (thirds: not floats at all), read as exact rationals: absorbed iff
+    the oracle finds an index set."""
+    import tempfile
+
+    def matrix(rows: int, cols: int) -> list[list[str]]:
+        return data.draw(st.lists(st.lists(thirds, min_size=cols, max_size=cols),
+                                  min_size=rows, max_size=rows))
+
+    W_up, W_down = matrix(n, d), matrix(d, n)
+    if planted and n >= d:
+        for i in range(d):
+            W_up[i] = ["1" if j == i else "0" for j in range(d)]
+            for r in range(d):
+                W_down[r][i] = "-1" if r == i else "0"
+    sets = oracle_index_sets(W_up, W_down, np.eye(d, dtype=int))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "w.json"
+        path.write_text(json.dumps({"W_up": W_up, "W_down": W_down}))
+        block = load_block(path, get_activation("relu"))
+    v = decide(block, rng=np.random.default_rng(0), search=False)
+    assert (v.kind == "absorbed") == bool(sets)
+    if sets:
+        assert tuple(v["S"]) in sets  # type: ignore[arg-type]
