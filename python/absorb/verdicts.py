@@ -115,13 +115,16 @@ def exact_index_set(W_up: Any, W_down: Any, S: Sequence[int], A: Any) -> ExactCh
                       f"values (|S| = {len(idx)})", S=idx, seal=_SEAL)
 
 
-def exact_linear_rank(L: Any, n: int) -> tuple[int, ExactCheck | None]:
-    """(rank L over ℚ, proof when rank L ≤ n): L = A + W_down W_up of a linear block, exact."""
-    rank = exact_rank(parse_matrix(L))  # a float is a dyadic rational: no rounding
-    if rank > n:
+def exact_linear_rank(L: Any, n: int, V_down: Any, V_up: Any) -> tuple[int, ExactCheck | None]:
+    """(rank L over ℚ, proof when rank L ≤ n and L = V_down V_up exactly): L = A + W_down W_up
+    of a linear block on the stored values, V_down V_up the absorbing block's linear part."""
+    Lq = parse_matrix(L)  # a float is a dyadic rational: no rounding
+    rank = exact_rank(Lq)
+    if rank > n or not np.array_equal(parse_matrix(V_down) @ parse_matrix(V_up), Lq):
         return rank, None
-    return rank, ExactCheck("linear_rank", f"rank(A + W_down W_up) = {rank} <= n = {n}, "
-                            "over Q on the stored values", rank=rank, seal=_SEAL)
+    return rank, ExactCheck("linear_rank", f"rank(A + W_down W_up) = {rank} <= n = {n}, and "
+                            "V_down V_up = A + W_down W_up, over Q on the stored values",
+                            rank=rank, seal=_SEAL)
 
 
 def exact_stack(layers: Sequence[tuple[str, ExactCheck | bool]]) -> ExactCheck | None:

@@ -42,15 +42,20 @@ def decide_linear(block: Block, rng: np.random.Generator, subject: Subject) -> V
     W_up, W_down, A = stored_weights(block)
     A_q = as_fractions(np.eye(d, dtype=int) if A is None else A)
     L = A_q + as_fractions(W_down) @ as_fractions(W_up)
-    rank, proof = exact_linear_rank(L, n)
-    if proof is None:
+    red, pivots = rref([list(row) for row in L])
+    rank = len(pivots)
+    if rank > n:
         return NotAbsorbed(subject=subject, reason=(
             f"the block is linear with rank {rank} > n = {n} (exact, over Q); every "
             "residual-free linear block of width n has rank <= n"),
             certificate={"rank": rank, "exact": True,
                          "proof": f"rank(A + W_down W_up) = {rank} > n = {n}, computed over Q "
                                   "on the stored values"})
-    weights = _exact_linear_weights(block, L)
+    weights = _exact_linear_weights(block, L, red, pivots)
+    rank, proof = exact_linear_rank(L, n, weights["W_down"], weights["W_up"])
+    if proof is None:  # the rank factorization is exact by construction; checked anyway
+        return Undetermined(subject=subject, reason="the rank factorization over Q did not "
+                            "reproduce A + W_down W_up exactly")
     h = Block(block.activation, np.asarray(weights["W_up"], dtype=np.float64),
               np.asarray(weights["W_down"], dtype=np.float64),
               b_up=None if "b_up" not in weights else np.zeros(n),
@@ -64,9 +69,10 @@ def decide_linear(block: Block, rng: np.random.Generator, subject: Subject) -> V
         check=verify_construction(block, h, rng))
 
 
-def _exact_linear_weights(block: Block, L: np.ndarray) -> dict[str, object]:
-    """L = C R over ℚ padded with zero units to width n; c_down = b_down + W_down b_up."""
-    red, pivots = rref([list(row) for row in L])
+def _exact_linear_weights(block: Block, L: np.ndarray, red: list[list[Fraction]],
+                          pivots: list[int]) -> dict[str, object]:
+    """L = C R over ℚ (R: the nonzero rows ``red`` of rref(L), C: L's ``pivots`` columns)
+    padded with zero units to width n; c_down = b_down + W_down b_up."""
     r = len(pivots)
     zero = Fraction(0)
     V_up = np.full((block.n, block.d), zero, dtype=object)
