@@ -247,7 +247,7 @@ def test_cli_text_and_json(tmp_path: Path, rng: np.random.Generator, cli: object
     assert text.code == 0, text.err
     assert "bert (BERT" in text.out and "x + MLP(x)" in text.out
     assert "biases used: up_bias (bert.encoder.layer.0.intermediate.dense.bias)" in text.out
-    assert "distance r/|A|" in text.out and "layers" in text.err  # summary; tqdm on stderr
+    assert "distance >=" in text.out and "layers" in text.err  # summary; tqdm on stderr
     # the summary row of a biased GELU layer: a distance and a dual-certificate margin
     assert re.search(r"^0 +4 +12 +not_absorbed +\d\.\d+ +\d", text.out, re.MULTILINE)
     res = run("inspect", str(path), "--json").json()  # type: ignore[operator]

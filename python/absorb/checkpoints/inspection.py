@@ -170,8 +170,9 @@ def _fmt(value: object, spec: str = ".3g") -> str:
 
 
 def summary_rows(res: dict[str, Any]) -> list[list[str]]:
-    """The summary table: layer, d, n, verdict, distance r/‖A‖, margin, time."""
-    rows = [["layer", "d", "n", "verdict", "distance r/|A|", "margin", "time"]]
+    """The summary table: layer, d, n, verdict, distance (a proven lower bound, over every S,
+    of ‖W_down[:,S] W_up[S,:] + A‖_F/‖A‖_F), margin, time."""
+    rows = [["layer", "d", "n", "verdict", "distance >=", "margin", "time"]]
     for row in res["layers"]:
         cert = row.get("certificate") or {}
         dual = cert.get("dual") or {}
