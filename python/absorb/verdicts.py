@@ -31,7 +31,6 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from absorb.certificates._inputs import exact_rank
 from absorb.certificates.verify import check_index_set, parse_matrix
 from absorb.errors import AbsorbError
 from absorb.manifest import get_theorem
@@ -49,6 +48,7 @@ __all__ = [
     "Verdict",
     "check_tol",
     "exact_index_set",
+    "exact_linear_absorption",
     "exact_linear_rank",
     "exact_stack",
     "exact_zero_skip",
@@ -115,16 +115,46 @@ def exact_index_set(W_up: Any, W_down: Any, S: Sequence[int], A: Any) -> ExactCh
                       f"values (|S| = {len(idx)})", S=idx, seal=_SEAL)
 
 
-def exact_linear_rank(L: Any, n: int, V_down: Any, V_up: Any) -> tuple[int, ExactCheck | None]:
-    """(rank L over ℚ, proof when rank L ≤ n and L = V_down V_up exactly): L = A + W_down W_up
-    of a linear block on the stored values, V_down V_up the absorbing block's linear part."""
+def _integer_rank(M: Any) -> int:
+    """Rank over ℚ of a rational matrix: scaled to integers by the lcm of its denominators, then
+    fraction-free (Bareiss) elimination in Python integers — exact, and without the gcds of
+    rational elimination."""
+    Q = parse_matrix(M)
+    D = math.lcm(1, *(q.denominator for q in Q.ravel()))
+    rows = [[q.numerator * (D // q.denominator) for q in row] for row in Q]
+    rank, prev = 0, 1
+    for col in range(len(rows[0]) if rows else 0):
+        piv = next((i for i in range(rank, len(rows)) if rows[i][col] != 0), None)
+        if piv is None:
+            continue
+        rows[rank], rows[piv] = rows[piv], rows[rank]
+        p = rows[rank][col]
+        for i in range(rank + 1, len(rows)):
+            f = rows[i][col]
+            rows[i] = [(p * a - f * b) // prev for a, b in zip(rows[i], rows[rank], strict=True)]
+        prev = p
+        rank += 1
+    return rank
+
+
+def exact_linear_rank(L: Any, n: int) -> int | None:
+    """The rank over ℚ of L = A + W_down W_up (stored values) of a linear block when it can
+    exceed n (d > n); None when d ≤ n makes it unnecessary (rank L ≤ d ≤ n)."""
     Lq = parse_matrix(L)  # a float is a dyadic rational: no rounding
-    rank = exact_rank(Lq)
-    if rank > n or not np.array_equal(parse_matrix(V_down) @ parse_matrix(V_up), Lq):
-        return rank, None
-    return rank, ExactCheck("linear_rank", f"rank(A + W_down W_up) = {rank} <= n = {n}, and "
-                            "V_down V_up = A + W_down W_up, over Q on the stored values",
-                            rank=rank, seal=_SEAL)
+    return None if Lq.shape[0] <= n else _integer_rank(Lq)
+
+
+def exact_linear_absorption(L: Any, n: int, V_down: Any, V_up: Any) -> ExactCheck | None:
+    """Proof that the linear block is absorbed by V_down V_up (width n): rank L ≤ n and
+    V_down V_up = L exactly over ℚ on the stored values."""
+    Lq = parse_matrix(L)
+    rank = exact_linear_rank(Lq, n)
+    if (rank is not None and rank > n) or not np.array_equal(
+            parse_matrix(V_down) @ parse_matrix(V_up), Lq):
+        return None
+    bound = f"rank(A + W_down W_up) = {rank}" if rank is not None else "rank <= d"
+    return ExactCheck("linear_rank", f"{bound} <= n = {n}, and V_down V_up = "
+                      "A + W_down W_up, over Q on the stored values", rank=rank, seal=_SEAL)
 
 
 def exact_stack(layers: Sequence[tuple[str, ExactCheck | bool]]) -> ExactCheck | None:

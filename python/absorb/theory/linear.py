@@ -24,6 +24,7 @@ from absorb.verdicts import (
     Subject,
     Undetermined,
     Verdict,
+    exact_linear_absorption,
     exact_linear_rank,
 )
 
@@ -42,19 +43,18 @@ def decide_linear(block: Block, rng: np.random.Generator, subject: Subject) -> V
     W_up, W_down, A = stored_weights(block)
     A_q = as_fractions(np.eye(d, dtype=int) if A is None else A)
     L = A_q + as_fractions(W_down) @ as_fractions(W_up)
-    red, pivots = rref([list(row) for row in L])
-    rank = len(pivots)
-    if rank > n:
+    rank = exact_linear_rank(L, n)
+    if rank is not None and rank > n:
         return NotAbsorbed(subject=subject, reason=(
             f"the block is linear with rank {rank} > n = {n} (exact, over Q); every "
             "residual-free linear block of width n has rank <= n"),
             certificate={"rank": rank, "exact": True,
                          "proof": f"rank(A + W_down W_up) = {rank} > n = {n}, computed over Q "
                                   "on the stored values"})
-    weights = _exact_linear_weights(block, L, red, pivots)
-    rank, proof = exact_linear_rank(L, n, weights["W_down"], weights["W_up"])
-    if proof is None:  # the rank factorization is exact by construction; checked anyway
-        return Undetermined(subject=subject, reason="the rank factorization over Q did not "
+    weights = _exact_linear_weights(block, L)
+    proof = exact_linear_absorption(L, n, weights["W_down"], weights["W_up"])
+    if proof is None:  # the factorization is exact by construction; checked anyway
+        return Undetermined(subject=subject, reason="the factorization over Q did not "
                             "reproduce A + W_down W_up exactly")
     h = Block(block.activation, np.asarray(weights["W_up"], dtype=np.float64),
               np.asarray(weights["W_down"], dtype=np.float64),
@@ -62,24 +62,33 @@ def decide_linear(block: Block, rng: np.random.Generator, subject: Subject) -> V
               b_down=(None if "b_down" not in weights
                       else np.asarray(weights["b_down"], dtype=np.float64)),
               residual=False)
+    how = f"rank {rank} <= n = {n}" if rank is not None else f"d = {d} <= n = {n}"
     return Absorbed(subject=subject, proof=proof, reason=(
-        f"the block is linear with rank {rank} <= n = {n} (exact, over Q); a rank "
-        "factorization of A + W_down W_up over Q absorbs it"),
-        construction={"absorbing_block": weights, "certificate": {"rank": rank, "exact": True}},
+        f"the block is linear with {how} (exact, over Q); a factorization "
+        "V_down V_up = A + W_down W_up over Q absorbs it"),
+        construction={"absorbing_block": weights,
+                      "certificate": ({"rank": rank, "exact": True} if rank is not None
+                                      else {"rank_at_most": d, "exact": True})},
         check=verify_construction(block, h, rng))
 
 
-def _exact_linear_weights(block: Block, L: np.ndarray, red: list[list[Fraction]],
-                          pivots: list[int]) -> dict[str, object]:
-    """L = C R over ℚ (R: the nonzero rows ``red`` of rref(L), C: L's ``pivots`` columns)
-    padded with zero units to width n; c_down = b_down + W_down b_up."""
-    r = len(pivots)
+def _exact_linear_weights(block: Block, L: np.ndarray) -> dict[str, object]:
+    """V_down V_up = L over ℚ at width n: for d ≤ n, V_up = [I; 0] and V_down = [L, 0]; else
+    L = C R (R: the nonzero rows of rref(L), C: L's pivot columns) padded with zero units.
+    c_down = b_down + W_down b_up."""
     zero = Fraction(0)
     V_up = np.full((block.n, block.d), zero, dtype=object)
     V_down = np.full((block.d, block.n), zero, dtype=object)
-    if r:
-        V_up[:r] = np.array(red[:r], dtype=object)
-        V_down[:, :r] = L[:, pivots]
+    if block.d <= block.n:
+        for i in range(block.d):
+            V_up[i, i] = Fraction(1)
+        V_down[:, :block.d] = L
+    else:
+        red, pivots = rref([list(row) for row in L])
+        r = len(pivots)
+        if r:
+            V_up[:r] = np.array(red[:r], dtype=object)
+            V_down[:, :r] = L[:, pivots]
     out: dict[str, object] = {"W_up": V_up, "W_down": V_down}
     if block.has_biases:
         b_up, b_down = stored_biases(block)
