@@ -28,11 +28,11 @@ EVIDENCE_NOTE = ("weak numerical evidence: the best fit of a residual-free block
                  "prove impossibility")
 
 
-def subject(block: Block, **extra: object) -> Subject:
-    """The :class:`~absorb.verdicts.Subject` of a skip block (``extra``: further fields)."""
+def subject(block: Block) -> Subject:
+    """The :class:`~absorb.verdicts.Subject` of a skip block."""
     return Subject(block.activation.name, block.d, block.n, block.has_biases,
                    "identity" if block.A_skip is None else "matrix", block.exact is not None,
-                   extra={"scope": SCOPE, **extra})
+                   extra={"scope": SCOPE})
 
 
 def absorbing_block(block: Block, S: Sequence[int]) -> Block:
