@@ -430,3 +430,19 @@ def test_exact_input_agrees_with_the_oracle(d: int, n: int, planted: bool,
     assert (v.kind == "absorbed") == bool(sets)
     if sets:
         assert tuple(v["S"]) in sets  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 5), st.integers(0, 4), st.data())
+def test_exact_linear_rank_agrees_with_the_oracle(d: int, r: int, data: st.DataObject) -> None:
+    """Rank of random low-rank rational matrices (products of d×r and r×d thirds, a zero
+    column sometimes) by the verdicts' fraction-free elimination, against the oracle."""
+    def matrix(rows: int, cols: int) -> list[list[Fraction]]:
+        return [[Fraction(v) for v in row] for row in data.draw(
+            st.lists(st.lists(thirds, min_size=cols, max_size=cols), min_size=rows,
+                     max_size=rows))]
+
+    B, C = matrix(d, r), matrix(r, d)
+    L = [[sum((B[i][k] * C[k][j] for k in range(r)), Fraction(0)) for j in range(d)]
+         for i in range(d)]
+    assert verdicts.exact_linear_rank(np.array(L, dtype=object), 1) == oracle_rank(L)
