@@ -50,6 +50,7 @@ __all__ = [
     "exact_index_set",
     "exact_linear_absorption",
     "exact_linear_rank",
+    "exact_matrix_rank",
     "exact_stack",
     "exact_zero_skip",
 ]
@@ -115,7 +116,7 @@ def exact_index_set(W_up: Any, W_down: Any, S: Sequence[int], A: Any) -> ExactCh
                       f"values (|S| = {len(idx)})", S=idx, seal=_SEAL)
 
 
-def _integer_rank(M: Any) -> int:
+def exact_matrix_rank(M: Any) -> int:
     """Rank over ℚ of a rational matrix: scaled to integers by the lcm of its denominators, then
     fraction-free (Bareiss) elimination in Python integers — exact, and without the gcds of
     rational elimination."""
@@ -141,7 +142,7 @@ def exact_linear_rank(L: Any, n: int) -> int | None:
     """The rank over ℚ of L = A + W_down W_up (stored values) of a linear block when it can
     exceed n (d > n); None when d ≤ n makes it unnecessary (rank L ≤ d ≤ n)."""
     Lq = parse_matrix(L)  # a float is a dyadic rational: no rounding
-    return None if Lq.shape[0] <= n else _integer_rank(Lq)
+    return None if Lq.shape[0] <= n else exact_matrix_rank(Lq)
 
 
 def exact_linear_absorption(L: Any, n: int, V_down: Any, V_up: Any) -> ExactCheck | None:

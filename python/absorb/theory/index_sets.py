@@ -21,7 +21,6 @@ import numpy as np
 from absorb import certificates
 from absorb.blocks import Block, ObjectArray
 from absorb.certificates import as_fractions, check_dual
-from absorb.certificates._inputs import exact_rank
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
@@ -49,6 +48,7 @@ from absorb.verdicts import (
     Undetermined,
     Verdict,
     exact_index_set,
+    exact_matrix_rank,
 )
 
 # 1 - |cos| below this counts as collinear for float weights (an angle of about 1.4e-5 rad).
@@ -322,8 +322,8 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
     return res if res.status != "limit" else None
 
 
-#: rank(A) > n from the float search is re-decided over ℚ up to this d (d³ rational steps).
-EXACT_RANK_MAX_D = 256
+#: rank(A) > n from the float search is re-decided over ℚ up to this d (d³ integer steps).
+EXACT_RANK_MAX_D = 128
 
 
 def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
@@ -395,7 +395,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
             return undetermined(f"rank(A) > n was decided at float tolerance and the exact "
                                 f"rank of the {block.d}x{block.d} skip is beyond the budget",
                                 cert)
-        rank_a = exact_rank(as_fractions(np.eye(block.d, dtype=int) if A is None else A))
+        rank_a = exact_matrix_rank(np.eye(block.d, dtype=int) if A is None else A)
         if rank_a <= block.n:
             return undetermined(f"rank(A) = {rank_a} <= n = {block.n} exactly, although the "
                                 "float search found it larger", cert)
