@@ -446,3 +446,20 @@ def test_exact_linear_rank_agrees_with_the_oracle(d: int, r: int, data: st.DataO
     L = [[sum((B[i][k] * C[k][j] for k in range(r)), Fraction(0)) for j in range(d)]
          for i in range(d)]
     assert verdicts.exact_linear_rank(np.array(L, dtype=object), 1) == oracle_rank(L)
+
+
+def test_search_prediction_reads_the_same_table_and_verdict() -> None:
+    """`absorb search`'s prediction: a bounded block has a floor at every width (bounded); at
+    the block's own width the prediction is check's verdict (absorbed: expect zero)."""
+    from absorb.search import prediction
+
+    rng = np.random.default_rng(0)
+    tanh = random_block(get_activation("tanh"), 2, 3, rng)
+    for width in (3, 7):
+        pred = prediction(tanh, width)
+        assert pred["expect"] == "floor" and pred["theorem"] == "bounded"
+    planted = Block(get_activation("gelu"), np.vstack([np.eye(2), [[1.0, 2.0]]]),
+                    np.hstack([-np.eye(2), [[0.5], [0.25]]]))
+    pred = prediction(planted, 3)
+    assert pred["expect"] == "zero" and pred["verdict"] == "absorbed"
+    assert prediction(planted, 9)["theorem"] == "index_set_sufficient"  # n + 2d = 7 <= 9
