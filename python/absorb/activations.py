@@ -115,6 +115,11 @@ class Activation:
     def gated(self) -> bool:
         return self.family == "gated"
 
+    @property
+    def bounded(self) -> bool:
+        """|σ| ≤ ``bound`` everywhere (ungated entries only; THEORY.md, bounded)."""
+        return self.bound is not None
+
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
@@ -124,6 +129,7 @@ class Activation:
             "g0": self.g0,
             "odd_part_linear": self.odd_part_linear,
             "relu_at_infinity": self.relu_at_infinity,
+            "bounded": self.bounded,
             "bound": self.bound,
             "linear": self.linear,
             "necessary_direct": self.necessary_direct,

@@ -50,7 +50,7 @@ def _impossibility(act: Activation, biases: bool, *, depth: bool) -> Applicable 
         return Applicable("impossible", "depth_linearization" if depth else "linearization",
                           f"gated with g = {act.gate}, g(0) = 0, g continuous"
                           + (", identity skips, no biases" if depth else ", no biases, A != 0"))
-    if not depth and not act.gated and act.bound is not None:
+    if not depth and not act.gated and act.bounded:
         return Applicable("impossible", "bounded",
                           f"|σ| <= {act.bound:g} is bounded, so every residual-free block is "
                           "bounded, while A != 0 makes the block unbounded")

@@ -129,7 +129,7 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
     exact rational arithmetic on the stored values; t* is the exact rational 2C/‖Av‖_max.
     """
     act = block.activation
-    if act.bound is None or act.gated:
+    if act.bound is None or act.gated:  # not bounded, or a gate (times a linear value)
         raise AbsorbError(f"{act.name} is not a bounded ungated activation; no bounded witness")
     from absorb.certificates import as_fractions
 
