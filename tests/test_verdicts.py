@@ -305,6 +305,14 @@ def test_export_refuses_what_the_checker_cannot_state(cli: Callable[..., CliResu
     assert doc["activation"] == "relu" and "b_up" not in doc and "Y" in doc
     assert "bias_blowup" in silu.json()["certificate_file"]["block"]  # type: ignore[index]
     assert all(re.fullmatch(r"-?[0-9]+(/[0-9]+)?", q) for row in doc["W_up"] for q in row)
+    # a stack is not one block: refused, not silently ignored
+    stack = tmp_path / "stack.json"
+    stack.write_text(json.dumps({"layers": [{"W_up": [[1, 0], [0, 1]], "W_down": [[-1, 0],
+                                                                                  [0, -1]]}] * 2}))
+    refused = cli("check", "--activation", "relu", "--weights", str(stack), "--export-lean",
+                  str(tmp_path / "s.json"))
+    assert refused.code == 2 and "single blocks" in refused.err
+    assert not (tmp_path / "s.json").exists()
 
 
 def test_distance_is_a_lower_bound_over_every_index_set() -> None:
