@@ -206,6 +206,10 @@ def text_lines(res: dict[str, Any]) -> list[str]:
         proof = (row.get("certificate") or {}).get("proof")
         if proof:
             lines.append(f"  certificate: {proof}")
+        if row.get("distance_in_unit_roundoffs") is not None:
+            lines.append(f"  index set {row['S']} holds up to "
+                         f"{row['distance_in_unit_roundoffs']:.3g} unit roundoffs of the stored "
+                         "format, not exactly")
         open_question = (row.get("certificate") or {}).get("up_to_rounding")
         if open_question:
             lines.append(f"  up to rounding: {open_question}")
