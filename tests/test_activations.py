@@ -87,4 +87,17 @@ def test_to_json_carries_the_verdict_text() -> None:
         assert isinstance(row["verdict"], str) and row["verdict"]
     assert "degree" in CATALOG["relu2"].to_json()["verdict"]
     assert "linearization" in CATALOG["swiglu"].to_json()["verdict"]
-    assert "no theorem" in CATALOG["tanh"].to_json()["verdict"]
+    assert "bounded" in CATALOG["tanh"].to_json()["verdict"]
+    assert "no theorem" in CATALOG["glu"].to_json()["verdict"]
+
+
+def test_bound_flag_matches_numerics() -> None:
+    """``bound`` is sup |σ| for the bounded ungated entries and None for the others (no gated
+    entry carries one: a bounded gate times a linear value is unbounded)."""
+    z = np.concatenate([GRID, [-1e6, 1e6]])
+    for act in CATALOG.values():
+        if act.bound is None:
+            assert act.gated or float(np.max(np.abs(act(z)))) > 1e3, act.name
+        else:
+            assert not act.gated and float(np.max(np.abs(act(z)))) <= act.bound, act.name
+            assert float(np.max(np.abs(act(z)))) == pytest.approx(act.bound), act.name

@@ -175,8 +175,10 @@ def test_explicit_patterns_still_work(tmp_path: Path, rng: np.random.Generator) 
     res = inspect_checkpoint(path, up="mlp.{i}.up.weight", down="mlp.{i}.down.weight",
                              activation="relu")
     (row,) = res["layers"]  # type: ignore[misc]
-    assert row["verdict"] == "absorbed" and row["biases"] is True
-    assert row["keys"]["up_bias"] == "mlp.0.up.bias" and row["max_abs_error"] < 1e-8
+    # planted through a float pseudo-inverse: an index set up to float64 rounding only
+    assert row["verdict"] == "absorbable_up_to_rounding" and row["biases"] is True
+    assert row["keys"]["up_bias"] == "mlp.0.up.bias"
+    assert row["corrected_construction_check"]["max_abs_error"] < 1e-8
     assert res["architecture"] is None and res["layout"] == "linear"
 
 
@@ -245,7 +247,7 @@ def test_cli_text_and_json(tmp_path: Path, rng: np.random.Generator, cli: object
     assert text.code == 0, text.err
     assert "bert (BERT" in text.out and "x + MLP(x)" in text.out
     assert "biases used: up_bias (bert.encoder.layer.0.intermediate.dense.bias)" in text.out
-    assert "distance r/|A|" in text.out and "layers" in text.err  # summary; tqdm on stderr
+    assert "distance >=" in text.out and "layers" in text.err  # summary; tqdm on stderr
     # the summary row of a biased GELU layer: a distance and a dual-certificate margin
     assert re.search(r"^0 +4 +12 +not_absorbed +\d\.\d+ +\d", text.out, re.MULTILINE)
     res = run("inspect", str(path), "--json").json()  # type: ignore[operator]

@@ -221,7 +221,7 @@ def test_biased_gelu_stack_small_weights_certified_by_the_norm_bound() -> None:
         blocks.append(Block(b.activation, 0.2 * b.W_up, b.W_down, b_up=b.b_up, b_down=b.b_down))
     out = _decide(blocks, 9)
     assert out["verdict"] == "not_absorbed"
-    assert out["theorems_used"] == ["bias_blowup", "depth_narrow"]
+    assert out["chain"] == ["bias_blowup", "depth_narrow"] and "theorems_used" not in out
     for b, layer in zip(blocks, out["layers"], strict=True):
         assert layer["determinants"]["method"] == "norm_bound"
         true = np.linalg.norm(b.W_down, 2) * np.linalg.norm(b.W_up, 2)
@@ -296,15 +296,22 @@ def test_float_gelu_stack_with_biases_and_planted_index_sets() -> None:
     blocks = []
     for _ in range(2):
         b = random_block(get_activation("gelu"), 3, 6, rng, biases=True)
-        B = np.eye(3) + 0.3 * rng.standard_normal((3, 3))
+        # unimodular B: B⁻¹ is an integer matrix, so the index set holds exactly in floats
+        B = np.eye(3) + np.triu(rng.integers(-2, 3, (3, 3)), 1)
         W_up, W_down = b.W_up.copy(), b.W_down.copy()
-        W_up[:3], W_down[:, :3] = B, -np.linalg.inv(B)
+        W_up[:3], W_down[:, :3] = B, -np.rint(np.linalg.inv(B))
         blocks.append(Block(b.activation, W_up, W_down, b_up=b.b_up, b_down=b.b_down))
     out = _decide(blocks, 9)
     assert out["verdict"] == "absorbed"
-    H = [Block(blocks[0].activation, np.array(w["W_up"]), np.array(w["W_down"]),
-               b_up=np.array(w["b_up"]), b_down=np.array(w["b_down"]), residual=False)
+    H = [Block(blocks[0].activation, *(np.array([[float(Fraction(q)) for q in row]
+                                                   for row in w[k]]) for k in ("W_up", "W_down")),
+               b_up=np.array([float(Fraction(q)) for q in w["b_up"]]),
+               b_down=np.array([float(Fraction(q)) for q in w["b_down"]]), residual=False)
          for w in out["absorbing_stack"]]
+    # a float index set within tolerance only is not an exact match: no absorbed stack
+    near = [Block(b.activation, b.W_up, b.W_down * (1 + 1e-13), b_up=b.b_up, b_down=b.b_down)
+            for b in blocks]
+    assert _decide(near, 9)["verdict"] != "absorbed"
     X = 10 * rng.standard_normal((200, 3))
     R = stack_forward(blocks, X)
     assert np.max(np.abs(stack_forward(H, X) - R)) < 1e-9 * np.max(np.abs(R))
@@ -359,11 +366,12 @@ def test_skip_matrices_in_a_stack() -> None:
     rng = np.random.default_rng(10)
     blocks = []
     for _ in range(2):
-        A = np.eye(2) + 0.3 * rng.standard_normal((2, 2))
-        B = np.eye(2) + 0.3 * rng.standard_normal((2, 2))
+        # dyadic A and unimodular B: the index set holds exactly on the stored floats
+        A = np.eye(2) + rng.integers(-2, 3, (2, 2)) / 8
+        B = np.eye(2) + np.triu(rng.integers(-2, 3, (2, 2)), 1)
         b = random_block(RELU, 2, 3, rng, skip=A)
         W_up, W_down = b.W_up.copy(), b.W_down.copy()
-        W_up[:2], W_down[:, :2] = B, -A @ np.linalg.inv(B)
+        W_up[:2], W_down[:, :2] = B, -A @ np.rint(np.linalg.inv(B))
         blocks.append(Block(RELU, W_up, W_down, A_skip=A))
     out = _decide(blocks, 11)
     assert out["verdict"] == "absorbed" and out["skip"] == "matrix"

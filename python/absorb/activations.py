@@ -12,7 +12,16 @@ Each entry records the structural facts the verdict logic needs:
   softplus (log(1 + e^z) − log(1 + e^{−z}) = z);
 * ``relu_at_infinity`` — σ(tz + c)/t → ReLU(z) as t → ∞ for all real z, c (THEORY.md,
   bias_blowup): ReLU, GELU, tanh-GELU, SiLU, softplus; not tanh, sigmoid, ReLU², identity.
-  The error is at most (|c| + sup|σ − ReLU|)/t, and sup|σ − ReLU| is finite for each of them.
+  The error is at most (|c| + sup|σ − ReLU|)/t, and sup|σ − ReLU| is finite for each of them;
+* ``bound`` — B with |σ(z)| ≤ B for all z, for a bounded ungated σ (tanh, sigmoid: B = 1;
+  THEORY.md, bounded); None when σ is unbounded. Gated entries never carry one: a bounded
+  gate times the linear value W_up x is unbounded;
+* ``linear`` — σ(z) = z: the block is the linear map A + W_down W_up (plus a constant);
+* ``necessary_direct`` — index_set_necessary is proved for this σ without biases directly
+  (the paper's Theorems 8 and 10: ReLU, GELU); other ReLU-at-infinity σ, and biases, go
+  through bias_blowup;
+* ``checker_name`` — the activation's name in the Lean checker's format (``absorb-check/2``),
+  for the σ whose bias-free and biased blocks the checker's theorems speak about.
 """
 
 from __future__ import annotations
@@ -94,6 +103,10 @@ class Activation:
     verdict: str
     theorems: tuple[str, ...]
     relu_at_infinity: bool = False
+    bound: float | None = None
+    linear: bool = False
+    necessary_direct: bool = False
+    checker_name: str | None = None
 
     def __call__(self, z: Array) -> Array:
         return self.fn(z)
@@ -101,6 +114,11 @@ class Activation:
     @property
     def gated(self) -> bool:
         return self.family == "gated"
+
+    @property
+    def bounded(self) -> bool:
+        """|σ| ≤ ``bound`` everywhere (ungated entries only; THEORY.md, bounded)."""
+        return self.bound is not None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -111,6 +129,10 @@ class Activation:
             "g0": self.g0,
             "odd_part_linear": self.odd_part_linear,
             "relu_at_infinity": self.relu_at_infinity,
+            "bounded": self.bounded,
+            "bound": self.bound,
+            "linear": self.linear,
+            "necessary_direct": self.necessary_direct,
             "verdict": self.verdict,
             "theorems": list(self.theorems),
         }
@@ -120,26 +142,30 @@ _INDEX_SET_VERDICT = (
     "absorbable iff W_down[:,S] W_up[S,:] = -A for some index set S (nondegenerate weights; "
     "with or without biases, via bias_blowup); generically not absorbable"
 )
-_NO_THEOREM_VERDICT = "no theorem applies; numerical search only"
+_BOUNDED_VERDICT = "never absorbable when A != 0, any width and biases (bounded)"
 
 _BLOWUP_THEOREMS = ("odd_part", "index_set_sufficient", "bias_blowup", "index_set_necessary",
                     "relaxation_certificate")
 
 _ENTRIES = (
     Activation("relu", "homogeneous", relu, 1.0, None, None, True, _INDEX_SET_VERDICT,
-               (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True),
+               (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
+               necessary_direct=True, checker_name="relu"),
     Activation("gelu", "ungated", gelu, None, None, None, True, _INDEX_SET_VERDICT,
-               (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True),
+               (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
+               necessary_direct=True, checker_name="gelu"),
     Activation("gelu_tanh", "ungated", gelu_tanh, None, None, None, True, _INDEX_SET_VERDICT,
                _BLOWUP_THEOREMS, relu_at_infinity=True),
     Activation("silu", "ungated", silu, None, None, None, True, _INDEX_SET_VERDICT,
                _BLOWUP_THEOREMS, relu_at_infinity=True),
     Activation("relu2", "homogeneous", relu2, 2.0, None, None, False,
                "never absorbable without biases (degree, k = 2)", ("degree", "depth_degree")),
-    Activation("tanh", "ungated", tanh, None, None, None, False, _NO_THEOREM_VERDICT, ()),
-    Activation("sigmoid", "ungated", sigmoid, None, None, None, False, _NO_THEOREM_VERDICT, ()),
+    Activation("tanh", "ungated", tanh, None, None, None, False, _BOUNDED_VERDICT,
+               ("bounded",), bound=1.0),
+    Activation("sigmoid", "ungated", sigmoid, None, None, None, False, _BOUNDED_VERDICT,
+               ("bounded",), bound=1.0),
     Activation("identity", "homogeneous", identity, 1.0, None, None, False,
-               "linear block: absorbable iff rank(A + W_down W_up) <= n", ()),
+               "linear block: absorbable iff rank(A + W_down W_up) <= n", (), linear=True),
     Activation("swiglu", "gated", silu, None, "silu", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
                ("linearization", "depth_linearization")),

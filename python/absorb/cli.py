@@ -206,77 +206,6 @@ def _fmt(x: object) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
-def _text_check(r: dict[str, Any]) -> list[str]:
-    lines = [f"{r['activation']} block, d={r['d']}, n={r['n']}"
-             + (", biases" if r["biases"] else "") + (", skip matrix A" if r["skip"] == "matrix"
-                                                        else "")
-             + (", exact arithmetic" if r["exact"] else ""),
-             f"verdict: {r['verdict']}"
-             + (f"  (theorem {r['theorem']})" if r["theorem"] else ""),
-             f"why: {r['reason']}"]
-    w = r.get("witness")
-    if w is not None and "gap_norm" in w:
-        lines.append(f"witness: |f({w['lambda']:g}x) - {w['lambda']:g}^{w['k']:g} f(x)| = "
-                     f"{w['gap_norm']:.6g} (= |(λ - λ^k) A x|, discrepancy "
-                     f"{w['discrepancy']:.2g}); zero for every residual-free block")
-    elif w is not None:
-        lines.append(f"witness: |Ax| = {w['Ax_norm']:.6g}; as t -> 0, |f(tx)/t - Ax| and the "
-                     "bound on |h(tx)/t| vanish:")
-        lines += [f"  t={s['t']:.0e}  gap={s['skip_gap']:.3e}  bound={s['bound']:.3e}"
-                  for s in w["steps"]]
-    if "S" in r and r["S"] is not None:
-        lines.append(f"index set S ({len(r['S'])} units): {r['S']}")
-    if "max_abs_error" in r:
-        lines.append(f"construction checked: max |h(x) - f(x)| = {r['max_abs_error']:.3g} "
-                     f"(relative {r['max_relative_error']:.3g}) at scales "
-                     + ", ".join(_fmt(e["scale"]) for e in r["errors_by_scale"]))
-    cert = r.get("certificate")
-    if cert is not None and "relaxation_residual" in cert:
-        lines.append(f"certificate: relaxation residual r^2 = {cert['relaxation_residual']:.6g} "
-                     f"({cert['method']}, {'exact' if cert['exact'] else 'floating point'}); "
-                     f"{cert['detail']}")
-    elif cert is not None:
-        lines.append(f"rank of A + W_down W_up: {cert['rank']}")
-    lines += _text_certificates(r)
-    for hyp in r.get("unmet_hypotheses", []):
-        lines.append(f"unmet hypothesis: {hyp}")
-    if r.get("search"):
-        lines.append("search (best relative error per input scale): "
-                     + _text_errors(r["search"]["relative_error"]))
-        lines.append(f"  ({r['search']['note']})")
-    return lines
-
-
-def _text_certificates(r: dict[str, Any]) -> list[str]:
-    """Theorem chain, dual certificate, distance, rounding repair, files, scope."""
-    cert = r.get("certificate") or {}
-    lines = []
-    if len(r.get("chain") or []) > 1:
-        lines.append("theorems used: " + " + ".join(r["chain"]))
-    dual = cert.get("dual")
-    if dual:
-        lines.append(f"dual certificate: Y ({dual['source']}, grid {dual['grid']}), margin "
-                     f"{dual['margin_float']:.3g}; verified by {dual['verified']}")
-    if cert.get("up_to_rounding"):
-        lines.append(f"up to rounding: {cert['up_to_rounding']}")
-    if cert.get("distance") is not None:
-        lines.append(f"distance to absorbable (r/|A|_F; every index set is at least this far, "
-                     f"relatively): {cert['distance']:.3g}")
-    rnd = r.get("rounding")
-    if rnd:
-        lines.append(f"rounding: {rnd['storage_dtype']} weights; the least-norm change of "
-                     f"W_down[:,S] is {rnd['delta_norm_relative_to_W_down']:.3g} of |W_down| "
-                     f"({rnd['delta_norm_in_unit_roundoffs']:.3g} unit roundoffs)")
-    given = r.get("given_certificate")
-    if given:
-        lines.append(f"given certificate Y: {'valid' if given['valid'] else 'NOT valid'} "
-                     f"({given['verified']})")
-    lines += [f"written: {r[k]}" for k in ("certificate_file", "lean_file") if k in r]
-    if r.get("scope"):
-        lines.append(f"note: {r['scope']}")
-    return lines
-
-
 def _text_errors(errors: dict[Any, Any]) -> str:
     return ", ".join(f"{_fmt(float(k))}: {_fmt(v)}" for k, v in errors.items())
 
@@ -300,9 +229,24 @@ def _require_decidable(block: Block) -> None:
                 f"the relaxation certificate of a block with d={block.d}, n={block.n}")
 
 
+def tol_type(text: str) -> float:
+    """An argparse type for ``--tol``: a storage tolerance (:func:`absorb.verdicts.check_tol`),
+    refused here, before any work, when it is not a plausible relative precision."""
+    from absorb.verdicts import check_tol
+
+    try:
+        value = float(text)
+        check_tol(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}") from None
+    except AbsorbError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tol ")) from None
+    return value
+
+
 def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.stacks import commands as stack_commands
-    from absorb.theory import decide, given_certificate, stored_weights
+    from absorb.theory import decide, given_certificate
 
     if args.weights is not None and stack_commands.is_stack_file(args.weights):
         return stack_commands.run_check(args)
@@ -312,16 +256,22 @@ def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
                (("certificate", args.certificate_out), ("lean", args.export_lean)) if path}
     block, keys = _loaded(args)
     _require_decidable(block)
-    result = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search,
-                    tol=args.tol, candidate=None if keys is None else keys.S)
+    verdict = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search,
+                     tol=args.tol, candidate=None if keys is None else keys.S)
+    result = verdict.to_json()
+    lines = verdict.text_lines()
     if keys is not None and keys.Y is not None:
-        result["given_certificate"] = given_certificate(block, keys.Y)
+        result["given_certificate"] = given = given_certificate(block, keys.Y)
+        lines.append(f"given certificate Y: {'valid' if given['valid'] else 'NOT valid'} "
+                     f"({given['verified']})")
+    docs = {key: export.export_document(verdict, block, certificate=key == "certificate")
+            for key in targets}  # every document built (or refused) before any is written
     for key, path in targets.items():
-        W_up, W_down, A = stored_weights(block)
-        export.write_new_file(path, export.export_documents(result, W_up, W_down, A,
-                                                            certificate=key == "certificate"))
-        result[f"{key}_file"] = str(path)
-    return result, _text_check(result)
+        doc, note = docs[key]
+        export.write_new_file(path, doc)
+        result[f"{key}_file"] = {"path": str(path), "block": note}
+        lines.append(f"written: {path} ({note})")
+    return result, lines
 
 
 def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
@@ -502,16 +452,18 @@ def build_parser() -> argparse.ArgumentParser:
     _block_args(p)
     p.add_argument("--no-search", action="store_true",
                    help="no numerical search for undetermined verdicts")
-    p.add_argument("--tol", type=_positive(float), default=None,
+    p.add_argument("--tol", type=tol_type, default=None,
                    help="relative precision of the stored weights for 'absorbable up to "
-                        "rounding' (default: the unit roundoff of the detected storage format; "
-                        "1e-9 for float64)")
+                        "rounding', at most 1e-2; never makes a block absorbed (default: "
+                        "the unit roundoff of the detected storage format; 1e-9 for float64)")
     p.add_argument("--certificate-out", metavar="FILE",
                    help="write the dual certificate Y in the Lean checker's JSON format "
+                        "(absorb-check/2; refused for a block the checker cannot state) "
                         "(default: not written)")
     p.add_argument("--export-lean", metavar="FILE",
                    help="write the verdict for the Lean checker: S (absorbed) or Y "
-                        "(not_absorbed) (default: not written)")
+                        "(not_absorbed), with the block its theorem chain speaks about "
+                        "(absorb-check/2; refused for a gated block) (default: not written)")
     p.add_argument("--force", action="store_true",
                    help="overwrite existing --certificate-out/--export-lean files")
     p = command("search", cmd_search, "numerical counterexample search (residual-free fits)")
@@ -551,9 +503,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gate key pattern, {i} = layer (gated activations)")
     p.add_argument("--activation", help="a catalog name; needed with --up/--down, else it "
                    "overrides the detected activation")
-    p.add_argument("--tol", type=_positive(float), default=None,
+    p.add_argument("--tol", type=tol_type, default=None,
                    help="relative precision of the stored weights for 'absorbable up to "
-                        "rounding' (default: the unit roundoff of each layer's storage format)")
+                        "rounding', at most 1e-2; never makes a layer absorbed (default: "
+                        "the unit roundoff of each layer's storage format)")
     p.add_argument("--search", action="store_true",
                    help="also run the numerical search on undetermined layers (slow)")
     p.add_argument("--seed", type=seed_type, default=0,

@@ -22,6 +22,7 @@ THEOREM_IDS: tuple[str, ...] = (
     "reduction",
     "degree",
     "linearization",
+    "bounded",
     "depth_degree",
     "depth_linearization",
     "depth_narrow",

@@ -2,7 +2,7 @@
 
 Keys: ``W_up`` (n×d), ``W_down`` (d×n), ``W_gate`` (n×d, gated activations only), and the
 optional ``b_up`` (n), ``b_down`` (d), ``A_skip`` (d×d; any matrix for one block). A ``.json``
-file may also be in the Lean checker's format: ``format`` ("absorb-check/1") and an index set
+file may also be in the Lean checker's format: ``format`` ("absorb-check/2") and an index set
 ``S`` to check first or a dual certificate ``Y`` (:func:`load_check_input`).
 
 ``.json`` entries are numbers or exact rationals written as strings (``"p/q"``, ``"-3"``,
@@ -141,21 +141,26 @@ def read_json_data(path: Path) -> object:
 
 @dataclass(frozen=True)
 class CheckerKeys:
-    """The keys of the Lean checker's format beside the weights (``absorb-check/1``): an index
+    """The keys of the Lean checker's format beside the weights (``absorb-check/2``): an index
     set ``S`` to check first, or a dual certificate ``Y`` (exact rationals)."""
 
     S: tuple[int, ...] | None = None
     Y: ObjectArray | None = None
 
 
-CHECKER_FORMAT = "absorb-check/1"
+CHECKER_FORMAT = "absorb-check/2"
+#: Formats read: /2 adds ``activation`` ("relu" | "gelu"), ``b_up`` and ``b_down``.
+CHECKER_FORMATS = ("absorb-check/1", CHECKER_FORMAT)
 
 
 def _checker_keys(data: dict[str, object], path: Path) -> CheckerKeys:
-    """Remove and validate ``format``, ``S`` and ``Y`` from a JSON weights object."""
+    """Remove and validate ``format``, ``activation``, ``S`` and ``Y`` from a JSON weights
+    object (the activation is given on the command line; the file's must be a checker one)."""
     fmt = data.pop("format", CHECKER_FORMAT)
-    if fmt != CHECKER_FORMAT:
-        raise AbsorbError(f"{path}: format {fmt!r} is not {CHECKER_FORMAT!r}")
+    if fmt not in CHECKER_FORMATS:
+        raise AbsorbError(f"{path}: format {fmt!r} is not one of {CHECKER_FORMATS}")
+    if fmt == CHECKER_FORMAT and data.pop("activation", "relu") not in ("relu", "gelu"):
+        raise AbsorbError(f"{path}: activation must be \"relu\" or \"gelu\"")
     S_raw, Y_raw = data.pop("S", None), data.pop("Y", None)
     if S_raw is not None and Y_raw is not None:
         raise AbsorbError(f"{path}: give S or Y, not both")

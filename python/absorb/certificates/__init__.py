@@ -6,7 +6,7 @@
 * :mod:`.search` — the complete index-set search, planned by its predicted cost;
 * :mod:`.enumeration` — its engines: meet-in-the-middle over subset sums, HiGHS ``milp``;
 * :mod:`.rounding` — storage precision: "absorbable up to rounding";
-* :mod:`.export` — the Lean checker's JSON format (``absorb-check/1``).
+* :mod:`.export` — the Lean checker's JSON format (``absorb-check/2``).
 """
 
 from absorb.certificates._inputs import as_fractions

@@ -26,6 +26,7 @@ from absorb.checkpoints.architectures import Layout
 from absorb.checkpoints.detection import LayerSpec, Plan, detect, explicit_plan
 from absorb.checkpoints.reading import DTYPE_BYTES, Checkpoint
 from absorb.errors import AbsorbError
+from absorb.theory import check_tol
 
 NOTE = ("each verdict concerns the abstract block x + MLP(x) with the stored MLP weights "
         "(as in the paper); the real layers also hold a LayerNorm (and attention) that the "
@@ -144,6 +145,7 @@ def inspect_checkpoint(
     from absorb.checkpoints.hub import resolve_checkpoint
     from absorb.scan.driver import scan_layers
 
+    check_tol(tol)  # before any layer is read
     if (up is None) != (down is None) or (gate is not None and up is None):
         raise AbsorbError("give both --up and --down (and --gate for a gated activation)")
     if up is not None and arch is not None:
@@ -175,8 +177,9 @@ def _fmt(value: object, spec: str = ".3g") -> str:
 
 
 def summary_rows(res: dict[str, Any]) -> list[list[str]]:
-    """The summary table: layer, d, n, verdict, distance r/‖A‖, margin, time."""
-    rows = [["layer", "d", "n", "verdict", "distance r/|A|", "margin", "time"]]
+    """The summary table: layer, d, n, verdict, distance (a proven lower bound, over every S,
+    of ‖W_down[:,S] W_up[S,:] + A‖_F/‖A‖_F), margin, time."""
+    rows = [["layer", "d", "n", "verdict", "distance >=", "margin", "time"]]
     for row in res["layers"]:
         cert = row.get("certificate") or {}
         dual = cert.get("dual") or {}
@@ -210,6 +213,10 @@ def text_lines(res: dict[str, Any]) -> list[str]:
         proof = (row.get("certificate") or {}).get("proof")
         if proof:
             lines.append(f"  certificate: {proof}")
+        if row.get("distance_in_unit_roundoffs") is not None:
+            lines.append(f"  index set {row['S']} holds up to "
+                         f"{row['distance_in_unit_roundoffs']:.3g} unit roundoffs of the stored "
+                         "format, not exactly")
         open_question = (row.get("certificate") or {}).get("up_to_rounding")
         if open_question:
             lines.append(f"  up to rounding: {open_question}")

@@ -21,6 +21,7 @@ import numpy as np
 
 from absorb.errors import AbsorbError
 from absorb.experiments.base import STATUSES, Experiment, ExperimentResult
+from absorb.experiments.bounded import EXPERIMENTS_BOUNDED
 from absorb.experiments.certificates import EXPERIMENTS_CERTIFICATES
 from absorb.experiments.controls import EXPERIMENTS_CONTROLS
 from absorb.experiments.deep import EXPERIMENTS_DEEP
@@ -37,7 +38,8 @@ __all__ = ["EXPERIMENTS", "POSITIVE_CONTROLS", "STATUSES", "Experiment", "Experi
 EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType({
     fn.__name__: fn for fn in (*EXPERIMENTS_SCALING, *EXPERIMENTS_INDEX_SETS,
                                *EXPERIMENTS_CONTROLS, *EXPERIMENTS_DEEP,
-                               *EXPERIMENTS_CERTIFICATES, *EXPERIMENTS_SEARCH)
+                               *EXPERIMENTS_CERTIFICATES, *EXPERIMENTS_SEARCH,
+                               *EXPERIMENTS_BOUNDED)
 })
 
 #: Negative results (the search found nothing, no index set, fraction 0) and the experiment of

@@ -20,12 +20,20 @@ from typing import Any
 
 from absorb.errors import AbsorbError
 from absorb.files import interrupts_deferred, write_atomic
+from absorb.verdicts import (
+    AbsorbableUpToRounding,
+    Absorbed,
+    Impossible,
+    NotAbsorbed,
+    Undetermined,
+)
 
 MARKER = ".absorb-scan"
 FILES = ("inspect.json", "summary.html", "summary.png")
 # one colour per verdict, the same in the figure and the table
-COLOURS = {"absorbed": "#1b9e77", "absorbable_up_to_rounding": "#66a61e",
-           "not_absorbed": "#d95f02", "impossible": "#7570b3", "undetermined": "#999999",
+COLOURS = {**dict(zip((k.kind for k in (Absorbed, AbsorbableUpToRounding, NotAbsorbed,
+                                         Impossible, Undetermined)),
+                      ("#1b9e77", "#66a61e", "#d95f02", "#7570b3", "#999999"), strict=True)),
            "error": "#e7298a"}
 
 

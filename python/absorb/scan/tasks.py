@@ -73,5 +73,5 @@ def run_task(task: LayerTask) -> Outcome:
         except AbsorbError as exc:
             raise AbsorbError(f"layer {task.label}: {exc}") from None
         with using_device(task.device):
-            verdict = decide(block, rng=task.rng(), search=task.search, tol=task.tol)
+            verdict = decide(block, rng=task.rng(), search=task.search, tol=task.tol).to_json()
     return Outcome(verdict, time.perf_counter() - t0)

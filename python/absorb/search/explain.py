@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 
-from absorb import certificates
 from absorb.blocks import Block, random_block
 from absorb.errors import AbsorbError
 from absorb.search.fit import DEFAULT_STEPS, SearchResult, default_samples, fit_residual_free
@@ -62,53 +61,40 @@ def prediction(block: Block, width: int) -> dict[str, object]:
     """What the theory says about residual-free fits of ``block`` at ``width``.
 
     ``expect``: "zero" (an exact residual-free block of this width exists), "floor" (none
-    exists; the best error stays away from 0) or "unknown".
+    exists; the best error stays away from 0) or "unknown". Which theorem applies comes from
+    :func:`absorb.theory.applicable_theorems`; at the block's own width the prediction is
+    ``check``'s verdict itself (``verdict``), built by :func:`absorb.theory.decide`.
     """
-    act, d, n = block.activation, block.d, block.n
-    A = block.skip_matrix()
-    if not np.any(A):
+    from absorb.theory import applicable_theorems, decide, stored_weights
+    from absorb.verdicts import Absorbed, Impossible, NotAbsorbed, exact_zero_skip
+
+    if exact_zero_skip(stored_weights(block)[2]) is not None:
         return {"expect": "zero", "text": "A = 0: the block is residual-free already; expect ≈ 0"}
-    if act.degree is not None and act.degree != 1.0 and not block.has_biases:
-        return {"expect": "floor", "theorem": "degree",
-                "text": f"degree k = {act.degree:g} != 1, no biases: not absorbable at any width; "
-                        "expect an error at or above the lower bound"}
-    if act.gated and act.g0 == 0.0 and not block.has_biases:
-        return {"expect": "floor", "theorem": "linearization",
-                "text": "gated, g(0) = 0, no biases: not absorbable at any width; expect a "
-                        "floor (the lower bound holds for fits with bounded weight norms)"}
-    if not act.odd_part_linear or act.gated:
-        return {"expect": "unknown", "text": "no theorem applies to this kind; no prediction"}
-    if width >= n + 2 * d:
+    how = applicable_theorems(block)
+    d, n = block.d, block.n
+    if how.path == "impossible":
+        return {"expect": "floor", "theorem": how.theorem,
+                "text": f"{how.reason}: not absorbable at any width; expect an error at or "
+                        "above the lower bound (for fits with bounded weight norms)"}
+    if how.path == "index_set" and width >= n + 2 * d:
         return {"expect": "zero", "theorem": "index_set_sufficient",
                 "text": f"width {width} >= n + 2d = {n + 2 * d}: always absorbable "
                         "(x = σ(x) - σ(-x)); expect ≈ 0"}
     if width != n:
         return {"expect": "unknown",
-                "text": f"width {width} is neither n = {n} nor >= n + 2d = {n + 2 * d}: "
-                        "no theorem speaks about it; no prediction"}
-    found = certificates.find_index_set(block.W_up, block.W_down, block.A_skip)
-    r2 = found.relaxation.residual
-    if found.status == "found":
-        return {"expect": "zero", "theorem": "index_set_sufficient", "r2": r2,
-                "text": f"same width, an index set exists (|S| = {len(found.S or ())}, found by "
-                        "the exact search): expect ≈ 0"}
-    if found.status == "none":
-        # the same hypotheses and chain as `check` (bias_blowup where σ is ReLU at infinity)
-        from absorb.theory import necessary_hypotheses, theorem_chain
-
-        how = (f"certified by the relaxation, r² = {r2:.3g} > 0" if r2 > 0
-               else "by the exact search")
-        unmet = necessary_hypotheses(block)
-        if not unmet:
-            chain = " + ".join(theorem_chain(block))
-            return {"expect": "floor", "theorem": "index_set_necessary", "r2": r2,
-                    "text": f"same width, no index set ({how}): not absorbable ({chain}); "
-                            "expect a floor"}
-        return {"expect": "unknown", "r2": r2,
-                "text": f"same width, no index set ({how}), but index_set_necessary does not "
-                        f"apply ({'; '.join(unmet)}); no prediction"}
-    return {"expect": "unknown", "r2": r2,
-            "text": f"same width, index-set search: {found.status}; no theorem decides it"}
+                "text": f"width {width} is not n = {n}"
+                        + (f" nor >= n + 2d = {n + 2 * d}" if how.path == "index_set" else "")
+                        + ": no theorem speaks about it; no prediction"}
+    verdict = decide(block, rng=np.random.default_rng(0), search=False)
+    expect = ("zero" if isinstance(verdict, Absorbed)
+              else "floor" if isinstance(verdict, NotAbsorbed | Impossible) else "unknown")
+    return {"expect": expect, "theorem": verdict.theorem, "verdict": verdict.kind,
+            "chain": list(verdict.chain),
+            "text": f"same width, check says {verdict.kind}"
+                    + (f" ({' + '.join(verdict.chain)})" if verdict.chain else "")
+                    + f": {verdict.reason}; "
+                    + {"zero": "expect ≈ 0", "floor": "expect a floor"}.get(
+                        expect, "no prediction")}
 
 
 def _control_target(block: Block, rng: np.random.Generator) -> tuple[Block, str]:

@@ -14,7 +14,7 @@ from absorb.stacks.decide import decide_stack
 from absorb.stacks.files import is_stack_file, load_stack
 from absorb.stacks.fit import STACK_SAMPLES, STACK_STEPS, fit_stack
 
-__all__ = ["is_stack_file", "run_check", "run_search", "text_lines"]
+__all__ = ["is_stack_file", "run_check", "run_search"]
 
 
 def _stack(args: argparse.Namespace) -> list[Block]:
@@ -27,48 +27,14 @@ def _errors(errors: dict[str, Any]) -> str:
     return ", ".join(f"{float(k):g}: {float(v):.3g}" for k, v in errors.items())
 
 
-def text_lines(r: dict[str, Any]) -> list[str]:
-    """The human-readable form of a stack's ``check`` object."""
-    lines = [f"{r['activation']} stack, d={r['d']}, depth {r['depth']}, widths {r['widths']}"
-             + (", biases" if r["biases"] else "") + (", exact arithmetic" if r["exact"] else ""),
-             f"verdict: {r['verdict']}" + (f"  (theorem {r['theorem']})" if r["theorem"] else "")
-             + (f"  (construction {r['construction']})" if r.get("construction") else ""),
-             f"why: {r['reason']}"]
-    if r.get("witness"):
-        w = r["witness"]
-        lines.append("witness: |R(tx)/t - x| = " + ", ".join(
-            f"{s['gap']:.2e} (t={s['t']:g})" for s in w["steps"]) + f"; |x| = {w['x_norm']:.3g}")
-    for layer in r.get("layers", []):
-        parts = [f"layer {layer['layer']}: n={layer['n']}",
-                 f"index set {layer['index_set']['status']}"]
-        if layer.get("mechanism"):
-            parts.append(f"matched by {layer['mechanism'].replace('_', ' ')}")
-        cone = layer.get("image_cone")
-        if cone and not cone.get("applies"):
-            parts.append(f"image cone: {cone['reason']}")
-        dets = layer.get("determinants")
-        if dets:
-            parts.append(f"determinants {'certified' if dets['certified'] else 'NOT certified'}"
-                         f" ({dets['method']})")
-        lines.append("  " + "; ".join(parts))
-    if "max_relative_error" in r:
-        lines.append(f"construction checked: max relative error {r['max_relative_error']:.3g} "
-                     "at scales " + ", ".join(f"{e['scale']:g}" for e in r["errors_by_scale"]))
-    if "exact_check" in r:
-        lines.append(f"exact check over Q at {r['exact_check']['points']} points: "
-                     + ("equal" if r["exact_check"]["equal"] else "NOT equal"))
-    lines += [f"unmet hypothesis: {h}" for h in r.get("unmet_hypotheses", [])]
-    if r.get("search"):
-        lines.append("stack fit (best relative error per input scale): "
-                     + _errors(r["search"]["relative_error"]))
-    return lines
-
-
 def run_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    """``absorb check --weights STACK``: :func:`decide_stack` and its text."""
-    result = decide_stack(_stack(args), rng=np.random.default_rng(args.seed),
-                          search=not args.no_search)
-    return result, text_lines(result)
+    """``absorb check --weights STACK``: :func:`decide_stack`, its JSON and its text."""
+    if args.certificate_out or args.export_lean:
+        raise AbsorbError("--certificate-out and --export-lean are for single blocks; the Lean "
+                          "checker's format holds one block (nothing written)")
+    verdict = decide_stack(_stack(args), rng=np.random.default_rng(args.seed),
+                           search=not args.no_search)
+    return verdict.to_json(), verdict.text_lines()
 
 
 def run_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:

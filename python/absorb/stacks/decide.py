@@ -5,8 +5,9 @@ Question: does some residual-free stack H = h_L ∘ … ∘ h_1 of the same kind
 * ``impossible`` — depth_degree (homogeneous of degree k ≠ 1) or depth_linearization (gated,
   g(0) = 0): identity skips, no biases.
 * ``absorbed`` — every layer is matched on the image of the layers before it, by an index set
-  (index_set_sufficient) or by the image-cone construction (ReLU, no biases); the construction
-  is checked exactly over ℚ (:mod:`absorb.stacks.cone`) and numerically at three scales.
+  that holds exactly on the stored values (index_set_sufficient) or by the image-cone
+  construction (ReLU, no biases), verified exactly over ℚ (:mod:`absorb.stacks.cone`); also
+  checked numerically at three scales. A float index set within tolerance only does not match.
 * ``not_absorbed`` — depth_narrow: first width n₁ < 2d and det(A_l + W_l D U_l) ≠ 0 certified
   for every realized pattern of every layer (for GELU, tanh-GELU, SiLU, softplus or biases,
   through bias_blowup's limit).
@@ -23,7 +24,6 @@ import numpy as np
 
 from absorb.blocks import Block, stack_forward
 from absorb.errors import AbsorbError
-from absorb.manifest import get_theorem
 from absorb.stacks.arrangement import arrangement_rays
 from absorb.stacks.cone import (
     LayerMatch,
@@ -34,15 +34,23 @@ from absorb.stacks.cone import (
 )
 from absorb.stacks.exact import exact_weights
 from absorb.stacks.narrow import check_determinants
-from absorb.theory.common import verify_functions
+from absorb.theory.applicable import applicable_stack_theorems
+from absorb.theory.common import SCOPE, stored_weights, verify_functions
+from absorb.verdicts import (
+    Absorbed,
+    ExactCheck,
+    Impossible,
+    NotAbsorbed,
+    Subject,
+    Undetermined,
+    Verdict,
+    exact_index_set,
+    exact_stack,
+)
 
 LIMIT_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 #: The exact evaluation of R and H over ℚ at test points is skipped above this many weights.
 MAX_EXACT_CHECK_WEIGHTS = 20000
-
-
-def _theorem(tid: str | None) -> dict[str, object]:
-    return {"theorem": tid, "lean": [] if tid is None else list(get_theorem(tid).lean)}
 
 
 def _limit_witness(blocks: Sequence[Block], rng: np.random.Generator) -> dict[str, object]:
@@ -55,72 +63,76 @@ def _limit_witness(blocks: Sequence[Block], rng: np.random.Generator) -> dict[st
             "note": "R(tx)/t → x while H(tx)/t → 0 for every residual-free stack H"}
 
 
-def _impossible(blocks: Sequence[Block], base: dict[str, Any], rng: np.random.Generator
-                ) -> dict[str, object] | None:
+def _layer_matches(blocks: Sequence[Block]
+                   ) -> tuple[list[LayerMatch | None], list[ExactCheck | bool],
+                              list[dict[str, Any]]]:
+    """Per layer: an index set holding exactly on the stored values, else (ReLU, no biases,
+    l ≥ 1) the image-cone construction (verified exactly over ℚ by :mod:`.cone`). Returns the
+    matches, each match's exact evidence, and the per-layer details."""
     act = blocks[0].activation
-    plain = not any(b.has_biases or b.A_skip is not None for b in blocks)
-    if not plain:
-        return None
-    if act.degree is not None and act.degree > 0 and act.degree != 1.0:
-        tid = "depth_degree"
-        why = f"every block is homogeneous of degree {act.degree:g} != 1, identity skips"
-    elif act.gated and act.g0 == 0.0:
-        tid = "depth_linearization"
-        why = f"gated blocks with g = {act.gate}, g(0) = 0, identity skips"
-    else:
-        return None
-    return {**base, "verdict": "impossible", **_theorem(tid), "reason": why,
-            "witness": _limit_witness(blocks, rng)}
-
-
-def _layer_matches(blocks: Sequence[Block]) -> tuple[list[LayerMatch | None], list[dict[str, Any]]]:
-    """Per layer: an index set, else (ReLU, no biases, l ≥ 1) the image-cone construction."""
-    relu_plain = blocks[0].activation.name == "relu" and not any(b.has_biases for b in blocks)
+    # the image cone needs σ = ReLU: degree-1 homogeneous and odd-part-linear, no biases
+    relu_plain = (act.degree == 1.0 and act.odd_part_linear
+                  and not any(b.has_biases for b in blocks))
     matches: list[LayerMatch | None] = []
+    evidence: list[ExactCheck | bool] = []
     details: list[dict[str, Any]] = []
     for ell, block in enumerate(blocks):
         match, info = index_set_match(block, ell)
         detail: dict[str, Any] = {"layer": ell, "d": block.d, "n": block.n, "index_set": info}
+        proof: ExactCheck | bool = False
+        if match is not None:
+            W_up, W_down, A = stored_weights(block)
+            S = info.get("S")
+            found = (exact_index_set(W_up, W_down, S, A) if isinstance(S, list | tuple)
+                     else None)
+            detail["index_set_exact"] = found is not None
+            if found is None:  # within the float tolerance only: no exact match
+                match = None
+            else:
+                proof = found
         if match is None and ell > 0 and relu_plain:
             match, cone = image_cone_match(blocks[ell - 1], block, ell)
             detail["image_cone"] = {k: v for k, v in cone.items() if k not in ("Z", "L")}
+            proof = match is not None  # its identities are checked exactly over Q
         detail["mechanism"] = None if match is None else match.mechanism
         matches.append(match)
+        evidence.append(proof)
         details.append(detail)
-    return matches, details
+    return matches, evidence, details
 
 
-def _weights_json(match: LayerMatch, exact: bool) -> dict[str, object]:
-    return {k: (v if exact else np.asarray(v, dtype=np.float64)).tolist()
-            for k, v in match.weights.items()}
+def _weights_json(match: LayerMatch) -> dict[str, object]:
+    return {k: np.asarray(v, dtype=object) for k, v in match.weights.items()}
 
 
-def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], base: dict[str, Any],
-              details: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, object]:
+def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCheck,
+              subject: Subject, details: list[dict[str, Any]], rng: np.random.Generator
+              ) -> Absorbed:
     H = [m.block(b) for m, b in zip(matches, blocks, strict=True)]
     cone = any(m.mechanism == "image_cone" for m in matches)
-    out: dict[str, Any] = {
-        **base, "verdict": "absorbed",
-        **_theorem(None if cone else "index_set_sufficient"),
-        "construction": "image_cone" if cone else "index_set_per_layer",
-        "reason": ("every layer is matched on the image of the layers before it: "
-                   + ", ".join(f"layer {m.layer} by {m.mechanism.replace('_', ' ')}"
-                               for m in matches)),
-        "layers": details,
-        "absorbing_stack": [_weights_json(m, base["exact"]) for m in matches],
-        **verify_functions(partial(stack_forward, blocks), partial(stack_forward, H),
-                           blocks[0].d, rng)}
+    extra: dict[str, object] = {"layers": details}
     small = sum(b.W_up.size + b.W_down.size for b in blocks) <= MAX_EXACT_CHECK_WEIGHTS
-    if small and not any(b.has_biases for b in blocks) and blocks[0].activation.name == "relu":
+    relu_plain = (blocks[0].activation.degree == 1.0 and blocks[0].activation.odd_part_linear
+                  and not any(b.has_biases for b in blocks))
+    if small and relu_plain:
         U0 = exact_weights(blocks[0])[0]
         points = rational_grid(blocks[0].d, rng) + (arrangement_rays(U0) or [])
-        out["exact_check"] = {"points": len(points),
-                              "equal": exact_agreement(list(blocks), matches, points)}
-    return out
+        extra["exact_check"] = {"points": len(points),
+                                "equal": exact_agreement(list(blocks), matches, points)}
+    return Absorbed(
+        subject=subject, chain=() if cone else ("index_set_sufficient",), proof=proof,
+        reason=("every layer is matched exactly on the image of the layers before it: "
+                + ", ".join(f"layer {m.layer} by {m.mechanism.replace('_', ' ')}"
+                            for m in matches)),
+        construction={"construction": "image_cone" if cone else "index_set_per_layer",
+                      "absorbing_stack": [_weights_json(m) for m in matches]},
+        check=verify_functions(partial(stack_forward, blocks), partial(stack_forward, H),
+                               blocks[0].d, rng),
+        details=extra)
 
 
-def _narrow(blocks: Sequence[Block], base: dict[str, Any], details: list[dict[str, Any]]
-            ) -> tuple[dict[str, object] | None, list[str]]:
+def _narrow(blocks: Sequence[Block], subject: Subject, details: list[dict[str, Any]]
+            ) -> tuple[NotAbsorbed | None, list[str]]:
     d, n1 = blocks[0].d, blocks[0].n
     act = blocks[0].activation
     if not act.relu_at_infinity:
@@ -135,51 +147,58 @@ def _narrow(blocks: Sequence[Block], base: dict[str, Any], details: list[dict[st
     if failed:
         return None, [f"det(A + W D U) != 0 for every realized pattern D, layer {c.layer}: "
                       f"{c.detail}" for c in failed]
-    via = act.name != "relu" or any(b.has_biases for b in blocks)
-    return {**base, "verdict": "not_absorbed", **_theorem("depth_narrow"),
-            "theorems_used": ["bias_blowup", "depth_narrow"] if via else ["depth_narrow"],
-            "reason": (f"first hidden width n1 = {n1} < 2d = {2 * d} and det(A + W D U) != 0 "
-                       "is certified for every realized pattern of every layer"
-                       + ("; through bias_blowup's limit (the bias-free ReLU stack with the "
-                          "same weights)" if via else "")),
-            "layers": details}, []
+    # the bias-free ReLU stack with the same weights: through bias_blowup unless σ = ReLU
+    via = not (act.degree == 1.0 and act.odd_part_linear) or any(b.has_biases for b in blocks)
+    return NotAbsorbed(
+        subject=subject, chain=("bias_blowup", "depth_narrow") if via else ("depth_narrow",),
+        reason=(f"first hidden width n1 = {n1} < 2d = {2 * d} and det(A + W D U) != 0 "
+                "is certified for every realized pattern of every layer"
+                + ("; through bias_blowup's limit (the bias-free ReLU stack with the "
+                   "same weights)" if via else "")),
+        certificate={"proof": "det(A + W D U) != 0 certified for every realized pattern of "
+                              "every layer (" + "; ".join(
+                                  f"layer {c.layer}: {c.method}" for c in checks) + ")"},
+        details={"layers": details}), []
+
+
+def stack_subject(blocks: Sequence[Block]) -> Subject:
+    """The :class:`~absorb.verdicts.Subject` of a stack."""
+    return Subject(blocks[0].activation.name, blocks[0].d, blocks[0].n,
+                   any(b.has_biases for b in blocks),
+                   "identity" if all(b.A_skip is None for b in blocks) else "matrix",
+                   all(b.exact is not None for b in blocks), depth=len(blocks),
+                   widths=tuple(b.n for b in blocks), extra={"scope": SCOPE})
 
 
 def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
-                 search: bool = True) -> dict[str, object]:
-    """The ``check`` object of a stack (see the module docstring)."""
+                 search: bool = True) -> Verdict:
+    """The verdict on a stack (see the module docstring)."""
     if not blocks:
         raise AbsorbError("a stack needs at least one layer")
     if not all(b.residual for b in blocks):
         raise AbsorbError("decide_stack needs skip blocks (residual=True)")
-    act = blocks[0].activation
-    base: dict[str, Any] = {
-        "stack": True, "activation": act.name, "d": blocks[0].d, "depth": len(blocks),
-        "widths": [b.n for b in blocks], "n": blocks[0].n,
-        "biases": any(b.has_biases for b in blocks),
-        "skip": "identity" if all(b.A_skip is None for b in blocks) else "matrix",
-        "exact": all(b.exact is not None for b in blocks)}
-    impossible = _impossible(blocks, base, rng)
-    if impossible is not None:
-        return impossible
-    if act.gated or not act.odd_part_linear:
-        return {**base, "verdict": "undetermined", **_theorem(None),
-                "reason": "no theorem on stacks applies to this activation",
-                "unmet_hypotheses": [f"{act.name}: neither homogeneous of degree k != 1, gated "
-                                     "with g(0) = 0 (no biases, identity skips), nor "
-                                     "odd-part-linear"]}
-    matches, details = _layer_matches(blocks)
-    if all(m is not None for m in matches):
-        return _absorbed(blocks, [m for m in matches if m is not None], base, details, rng)
-    narrow, unmet = _narrow(blocks, base, details)
+    subject = stack_subject(blocks)
+    how = applicable_stack_theorems(blocks)
+    if how.path == "impossible":
+        assert how.theorem is not None  # an impossibility path names its theorem
+        return Impossible(subject=subject, chain=(how.theorem,),
+                          reason=f"every block: {how.reason}",
+                          witness=_limit_witness(blocks, rng))
+    if how.path == "none":
+        return Undetermined(subject=subject, reason=how.reason, unmet_hypotheses=how.unmet)
+    matches, evidence, details = _layer_matches(blocks)
+    proof = exact_stack([(m.mechanism, ev) for m, ev in zip(matches, evidence, strict=True)
+                         if m is not None]) if all(m is not None for m in matches) else None
+    if proof is not None:
+        return _absorbed(blocks, [m for m in matches if m is not None], proof, subject,
+                         details, rng)
+    narrow, unmet = _narrow(blocks, subject, details)
     if narrow is not None:
         return narrow
     missing = [d["layer"] for d, m in zip(details, matches, strict=True) if m is None]
-    unmet.insert(0, "every layer matched by an index set or the image-cone construction "
-                    f"(not found for layers {missing})")
-    out: dict[str, Any] = {**base, "verdict": "undetermined", **_theorem(None),
-                           "reason": "neither an absorbing construction nor depth_narrow "
-                                     "applies", "unmet_hypotheses": unmet, "layers": details}
+    unmet.insert(0, "every layer matched exactly by an index set or the image-cone "
+                    f"construction (not found for layers {missing})")
+    out: dict[str, Any] = {"layers": details}
     if search:
         from absorb.stacks.fit import fit_stack
 
@@ -188,4 +207,5 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
         except AbsorbError as exc:  # the evidence is optional: say why it is missing
             out["search"] = None
             out["search_skipped"] = str(exc)
-    return out
+    return Undetermined(subject=subject, reason="neither an exact absorbing construction nor "
+                        "depth_narrow applies", unmet_hypotheses=tuple(unmet), details=out)

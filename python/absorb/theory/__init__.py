@@ -1,19 +1,23 @@
 """The verdict logic: which theorem of THEORY.md decides a given skip block, and its evidence.
 
-``decide`` returns the ``check`` object of DESIGN.md. Its verdicts:
+``decide`` returns a :class:`~absorb.verdicts.Verdict` (the ``check`` object of DESIGN.md):
 
-* ``impossible`` — degree (homogeneous of degree k ≠ 1, no biases, A ≠ 0) or linearization
-  (gated, g(0) = 0, no biases, A ≠ 0), with a witness computed from the weights;
-* ``absorbed`` — an explicit residual-free block of the same kind and width equal to f
-  (the sign-flip construction of index_set_sufficient, a rank factorization for a linear
-  block, or the block itself when A = 0), checked on fresh random points;
+* ``absorbed`` — A = 0 exactly, an index set S with W_down[:,S] W_up[S,:] = −A exactly on the
+  stored values (the sign-flip construction of index_set_sufficient), or a linear block of
+  exact rank ≤ n (a rank factorization over ℚ); the construction is also checked numerically;
+* ``absorbable_up_to_rounding`` — an index set within the storage tolerance, not exact;
+* ``impossible`` — degree (homogeneous of degree k ≠ 1, no biases), linearization (gated,
+  g(0) = 0, no biases) or bounded (|σ| ≤ B, any biases), A ≠ 0, with a witness computed from
+  the weights;
 * ``not_absorbed`` — no index set exists (certificate) and index_set_necessary's hypotheses
-  hold, or a linear block whose linear part has rank > n;
-* ``undetermined`` — no theorem applies; the unmet hypotheses and search evidence are given.
+  hold, or a linear block whose linear part has exact rank > n;
+* ``undetermined`` — no theorem applies, or a limit stopped the decision; the reason, the
+  unmet hypotheses and search evidence are given.
 
-By concern: :mod:`.common` (construction, checks, evidence), :mod:`.witnesses` (degree,
-linearization), :mod:`.linear` (σ = identity), :mod:`.index_sets` (odd-part-linear blocks:
-search, dual certificate, bias_blowup, storage precision).
+Which argument applies is decided once, from the catalog properties
+(:func:`applicable_theorems`). By concern: :mod:`.applicable` (the table), :mod:`.common`
+(construction, checks, evidence), :mod:`.witnesses` (degree, linearization, bounded),
+:mod:`.linear` (σ = identity), :mod:`.index_sets` (odd-part-linear blocks).
 """
 
 from __future__ import annotations
@@ -24,14 +28,20 @@ import numpy as np
 
 from absorb.blocks import Block
 from absorb.errors import AbsorbError
+from absorb.theory.applicable import (
+    Applicable,
+    applicable_stack_theorems,
+    applicable_theorems,
+    necessary_chain,
+)
 from absorb.theory.common import (
     SCOPE,
     absorbing_block,
     evidence,
+    stored_block_json,
     stored_weights,
-    theorem_fields,
+    subject,
     verify_construction,
-    weights_json,
 )
 from absorb.theory.index_sets import (
     COLLINEAR_TOL,
@@ -41,78 +51,83 @@ from absorb.theory.index_sets import (
     necessary_hypotheses,
     noncollinear_rows,
     storage,
-    theorem_chain,
 )
 from absorb.theory.linear import decide_linear
 from absorb.theory.witnesses import (
     LINEARIZATION_TS,
+    bounded_witness,
     degree_witness,
     linearization_witness,
     witness_point,
+)
+from absorb.verdicts import (
+    Absorbed,
+    Impossible,
+    Undetermined,
+    Verdict,
+    check_tol,
+    exact_zero_skip,
 )
 
 __all__ = [
     "COLLINEAR_TOL",
     "LINEARIZATION_TS",
     "SCOPE",
+    "Applicable",
     "Storage",
     "absorbing_block",
+    "applicable_stack_theorems",
+    "applicable_theorems",
+    "bounded_witness",
+    "check_tol",
     "decide",
     "degree_witness",
     "given_certificate",
     "linearization_witness",
+    "necessary_chain",
     "necessary_hypotheses",
     "noncollinear_rows",
     "storage",
     "stored_weights",
-    "theorem_chain",
 ]
 
 
 def decide(block: Block, *, rng: np.random.Generator, search: bool = True,
-           tol: float | None = None, candidate: Sequence[int] | None = None
-           ) -> dict[str, object]:
-    """The ``check`` object of DESIGN.md for one skip block (see the module docstring).
+           tol: float | None = None, candidate: Sequence[int] | None = None) -> Verdict:
+    """The verdict on one skip block (see the module docstring).
 
     ``tol`` overrides the storage tolerance (default: the unit roundoff of the detected
-    storage format; FLOAT64_TOL for float64); ``candidate`` is an index set to check first.
+    storage format; FLOAT64_TOL for float64): it can make a failure ``absorbable up to
+    rounding``, never ``absorbed``. ``candidate`` is an index set to check first.
     """
-    if tol is not None and not (tol > 0 and np.isfinite(tol)):
-        raise AbsorbError(f"tol must be positive and finite, got {tol}")
+    check_tol(tol)
     if not block.residual:
         raise AbsorbError("decide needs a skip block (residual=True)")
-    act = block.activation
-    A = block.skip_matrix()
-    base: dict[str, object] = {"activation": act.name, "d": block.d, "n": block.n,
-                               "biases": block.has_biases,
-                               "skip": "identity" if block.A_skip is None else "matrix",
-                               "exact": block.exact is not None, "scope": SCOPE}
-    if not np.any(A):
-        h = Block(act, block.W_up, block.W_down, block.W_gate, block.b_up, block.b_down,
-                  residual=False)
-        return {**base, "verdict": "absorbed", **theorem_fields(None),
-                "reason": "A = 0: the block is already residual-free", "S": None,
-                "absorbing_block": weights_json(h), **verify_construction(block, h, rng)}
-    if act.name == "identity":
-        return decide_linear(block, rng, base)
-    if act.degree is not None and act.degree != 1.0 and not block.has_biases:
-        return {**base, "verdict": "impossible", **theorem_fields("degree"),
-                "reason": f"every {act.name} block is homogeneous of degree {act.degree:g} != 1 "
-                          "and A != 0",
-                "witness": degree_witness(block, witness_point(A, rng))}
-    if act.gated and act.g0 == 0.0 and not block.has_biases:
-        return {**base, "verdict": "impossible", **theorem_fields("linearization"),
-                "reason": f"gated with g = {act.gate}, g(0) = 0, g continuous, and A != 0",
-                "witness": linearization_witness(block, witness_point(A, rng), LINEARIZATION_TS)}
-    if act.odd_part_linear:
-        return decide_index_set(block, rng, search, base, tol, candidate)
-    if act.degree is not None or act.g0 == 0.0:
-        unmet = ["no biases (the degree and linearization theorems assume none)"]
-    elif act.gated:
-        unmet = [f"g(0) = 0 (gate {act.gate} has g(0) = {act.g0:g})"]
-    else:
-        unmet = [f"{act.name} is neither homogeneous of degree k != 1, gated with g(0) = 0, "
-                 "nor odd-part-linear"]
-    return {**base, "verdict": "undetermined", **theorem_fields(None),
-            "reason": "no theorem applies", "unmet_hypotheses": unmet,
-            "search": evidence(block, rng, search)}
+    subj = subject(block)
+    _W_up, _W_down, A = stored_weights(block)
+    zero = exact_zero_skip(A)
+    if zero is not None:
+        h = Block(block.activation, block.W_up, block.W_down, block.W_gate, block.b_up,
+                  block.b_down, residual=False)
+        return Absorbed(subject=subj, proof=zero, reason="A = 0 exactly: the block is already "
+                        "residual-free", construction={"absorbing_block": stored_block_json(block)},
+                        check=verify_construction(block, h, rng))
+    how = applicable_theorems(block)
+    if how.path == "linear":
+        return decide_linear(block, rng, subj)
+    if how.path == "index_set":
+        return decide_index_set(block, rng, search, subj, tol, candidate)
+    if how.path == "impossible":
+        assert how.theorem is not None  # an impossibility path names its theorem
+        if how.theorem == "degree":
+            witness = degree_witness(block, witness_point(A if A is not None
+                                                          else block.skip_matrix(), rng))
+        elif how.theorem == "linearization":
+            witness = linearization_witness(block, witness_point(
+                A if A is not None else block.skip_matrix(), rng), LINEARIZATION_TS)
+        else:
+            witness = bounded_witness(block, A if A is not None else block.skip_matrix())
+        return Impossible(subject=subj, chain=(how.theorem,), witness=witness,
+                          reason=f"{block.activation.name}: {how.reason}")
+    return Undetermined(subject=subj, reason=how.reason, unmet_hypotheses=how.unmet,
+                        details={"search": evidence(block, rng, search)})

@@ -1,9 +1,10 @@
-"""Shared pieces of the verdicts: theorem fields, the sign-flip construction and its check,
-weights as JSON, search evidence, the stored (exact) weights."""
+"""Shared pieces of the verdicts: the subject, the sign-flip construction (numerical and exact)
+and its check, weights as JSON, search evidence, the stored (exact) weights."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -11,8 +12,8 @@ import numpy as np
 from absorb.blocks import Array, Block
 from absorb.certificates import as_fractions
 from absorb.errors import AbsorbError
-from absorb.manifest import get_theorem
 from absorb.search import fit_residual_free
+from absorb.verdicts import Subject
 
 VERIFY_SCALES = (1e-2, 1.0, 1e2)
 VERIFY_POINTS = 256
@@ -27,16 +28,11 @@ EVIDENCE_NOTE = ("weak numerical evidence: the best fit of a residual-free block
                  "prove impossibility")
 
 
-def theorem_fields(tid: str | None) -> dict[str, object]:
-    """The ``theorem``/``chain``/``lean`` fields of a verdict resting on one theorem (or none);
-    Lean names come from the manifest only."""
-    return chain_fields([] if tid is None else [tid])
-
-
-def chain_fields(ids: Sequence[str]) -> dict[str, object]:
-    """``theorem`` (the first ID), ``chain`` and the Lean declarations of every link."""
-    return {"theorem": ids[0] if ids else None, "chain": list(ids),
-            "lean": [name for tid in ids for name in get_theorem(tid).lean]}
+def subject(block: Block) -> Subject:
+    """The :class:`~absorb.verdicts.Subject` of a skip block."""
+    return Subject(block.activation.name, block.d, block.n, block.has_biases,
+                   "identity" if block.A_skip is None else "matrix", block.exact is not None,
+                   extra={"scope": SCOPE})
 
 
 def absorbing_block(block: Block, S: Sequence[int]) -> Block:
@@ -97,6 +93,59 @@ def evidence(block: Block, rng: np.random.Generator, run: bool) -> dict[str, obj
                                  samples=EVIDENCE_SAMPLES, rng=rng).to_json()
     evidence["note"] = EVIDENCE_NOTE
     return evidence
+
+
+def stored_biases(block: Block) -> tuple[Any, Any]:
+    """(b_up, b_down) as stored: Fractions for exact input, float64 otherwise, None if absent."""
+    ex = block.exact
+    b_up = ex.b_up if ex is not None and ex.b_up is not None else block.b_up
+    b_down = ex.b_down if ex is not None and ex.b_down is not None else block.b_down
+    return b_up, b_down
+
+
+def stored_block_json(block: Block) -> dict[str, object]:
+    """The block's own weights as stored (the rational originals for exact input)."""
+    ex = block.exact
+    out: dict[str, object] = {}
+    for key in ("W_up", "W_down", "W_gate", "b_up", "b_down"):
+        value = getattr(ex, key) if ex is not None else None
+        value = getattr(block, key) if value is None else value
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _exactly(v: Fraction) -> float | Fraction:
+    """The float of v when it is exactly v, else v itself (written as "p/q")."""
+    f = float(v)
+    return f if Fraction(f) == v else v
+
+
+def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]:
+    """The sign-flip construction on the stored values, exactly: V_up = D W_up, V_down =
+    W_down, c_up = D b_up, c_down = b_down + W_down[:,S] b_up[S] (D = diag(−1 on S, +1 off)).
+
+    Sign flips and copies are exact in floating point; only c_down needs rational arithmetic,
+    and its entries are written as floats where they are exactly floats, else as "p/q".
+    """
+    W_up, W_down, _ = stored_weights(block)
+    b_up, b_down = stored_biases(block)
+    idx = [int(i) for i in S]
+    exact = block.exact is not None
+    D = np.ones(block.n, dtype=object if exact else np.float64)
+    D[idx] = -1
+    out: dict[str, object] = {"W_up": D[:, None] * W_up, "W_down": W_down.copy()}
+    if b_up is not None:
+        out["b_up"] = D * b_up
+        Wd = as_fractions(np.asarray(W_down)[:, idx]) if idx else None
+        shift = (Wd @ as_fractions(np.asarray(b_up)[idx]) if Wd is not None
+                 else np.full(block.d, Fraction(0), dtype=object))
+        c_down = shift if b_down is None else as_fractions(b_down) + shift
+        out["b_down"] = c_down if exact else np.array([_exactly(v) for v in c_down],
+                                                      dtype=object)
+    elif b_down is not None:
+        out["b_down"] = b_down
+    return out
 
 
 def stored_weights(block: Block) -> tuple[Any, Any, Any]:

@@ -1,11 +1,18 @@
 """The index-set path of the verdicts (odd-part-linear ungated blocks): the search, the dual
 certificate, the chain bias_blowup → index_set_necessary → relaxation_certificate, storage
-precision ("absorbable up to rounding"), and the sign-flip construction."""
+precision ("absorbable up to rounding"), and the sign-flip construction.
+
+``absorbed`` needs the index-set condition exactly on the stored values
+(:func:`absorb.verdicts.exact_index_set`); a set that meets it only within the storage
+tolerance — float64 included — is ``absorbable_up_to_rounding``, with the distance in unit
+roundoffs of the stored format.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -13,7 +20,7 @@ import numpy as np
 
 from absorb import certificates
 from absorb.blocks import Block, ObjectArray
-from absorb.certificates import as_fractions, check_dual, check_index_set
+from absorb.certificates import as_fractions, check_dual
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
@@ -23,17 +30,31 @@ from absorb.certificates.rounding import (
     storage_dtype,
 )
 from absorb.errors import AbsorbError
+from absorb.theory.applicable import necessary_chain
 from absorb.theory.common import (
     absorbing_block,
-    chain_fields,
     evidence,
+    exact_absorbing_weights,
     stored_weights,
     verify_construction,
     weights_json,
 )
+from absorb.verdicts import (
+    AbsorbableUpToRounding,
+    Absorbed,
+    ExactCheck,
+    NotAbsorbed,
+    Subject,
+    Undetermined,
+    Verdict,
+    exact_index_set,
+    exact_matrix_rank,
+)
 
 # 1 - |cos| below this counts as collinear for float weights (an angle of about 1.4e-5 rad).
 COLLINEAR_TOL = 1e-10
+#: Float W_up with near-collinear rows are re-checked exactly up to this many entries.
+EXACT_COLLINEAR_ENTRIES = 1 << 18
 #: Random projections that candidate collinear pairs must agree on (within ε) before a cosine.
 _PROJECTIONS = 4
 #: Candidate pairs per row in the first projection beyond which the blocked Gram matrix is used.
@@ -102,39 +123,91 @@ def _noncollinear_by_gram(U: Any) -> bool:
 
 def necessary_hypotheses(block: Block) -> list[str]:
     """The hypotheses of the chain bias_blowup → index_set_necessary that this block does NOT
-    meet (empty: all hold). No d ≥ 2, n ≥ d or invertible A is needed (THEORY.md)."""
+    meet (empty: all hold). No d ≥ 2, n ≥ d or invertible A is needed (THEORY.md).
+
+    Zero rows and zero columns are decided exactly. Collinearity: exactly for rational input;
+    for floats the float filter first — exactly collinear rows have |cos| within d·2⁻⁵² of 1,
+    far inside its threshold, so "no pair near collinear" is a proof — and where it flags a
+    pair, the exact check on the stored values decides (up to EXACT_COLLINEAR_ENTRIES
+    entries; beyond, the hypothesis stays unmet: ``undetermined``, never a wrong verdict)."""
     unmet = []
     act = block.activation
-    bias_free_paper = act.name in ("relu", "gelu") and not block.has_biases
-    if not bias_free_paper and not act.relu_at_infinity:
+    direct = act.necessary_direct and not block.has_biases
+    if not direct and not act.relu_at_infinity:
         unmet.append(f"σ ReLU at infinity: σ(tz + c)/t -> ReLU(z) (bias_blowup; "
                      f"{act.name} is not)")
     exact = block.exact is not None
-    W_up: Any = block.exact.W_up if block.exact is not None else block.W_up
-    W_down: Any = block.exact.W_down if block.exact is not None else block.W_down
-    if not noncollinear_rows(W_up, exact):
+    W_up, W_down, _ = stored_weights(block)
+    distinct = noncollinear_rows(W_up, exact)
+    if not distinct and not exact and W_up.size <= EXACT_COLLINEAR_ENTRIES:
+        distinct = noncollinear_rows(as_fractions(W_up), True)
+    if not distinct:
         unmet.append("rows of W_up nonzero and pairwise non-collinear")
     if not np.all(np.any(W_down != 0, axis=0)):
         unmet.append("columns of W_down nonzero")
     return unmet
 
 
-def theorem_chain(block: Block) -> list[str]:
-    """The theorems that turn "no index set" into "not absorbable" for this block."""
-    if block.activation.name in ("relu", "gelu") and not block.has_biases:
-        return ["index_set_necessary"]
-    return ["bias_blowup", "index_set_necessary"]
+def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[float | None, str]:
+    """A proven lower bound on min_S ‖W_down[:,S] W_up[S,:] + A‖_F / ‖A‖_F, and its source.
+
+    From a dual certificate Y (margin m, exact or a proven lower bound): every S has
+    |⟨E_S, Y⟩| ≥ m, so ‖E_S‖_F ≥ m/‖Y‖_F (Cauchy–Schwarz). Else from the exact relaxation:
+    ‖E_S‖_F ≥ r = min over every real s. The float relaxation's r² is measured at a computed
+    minimizer — an upper bound of its minimum, not a lower bound over S — and gives none.
+    Floats are rounded toward the safe side (the quotient by at most 16 unit roundoffs).
+    """
+    safe = 1.0 - 16.0 * 2.0**-53
+    a2 = _frobenius_squared_above(A, d)
+    if a2 == 0:
+        return None, "A = 0"
+    try:
+        if result.dual is not None:
+            m = result.dual.check.margin
+            Y = np.asarray(result.dual.Y, dtype=np.float64)
+            y2 = float(np.sum(Y * Y)) * (1.0 + (Y.size + 2) * 2.0**-53)
+            q = Fraction(m) ** 2 / (Fraction(y2) * a2)
+            return (math.sqrt(float(q)) * safe,
+                    "dual certificate: margin / (|Y|_F |A|_F)")
+        if result.relaxation.residual_exact is not None:
+            return (math.sqrt(float(result.relaxation.residual_exact / a2)) * safe,
+                    "exact relaxation: r / |A|_F")
+    except (OverflowError, ValueError):  # beyond float range: no bound is stated
+        return None, "beyond float range"
+    return None, ("not certified: the float relaxation's r^2 is measured at a computed "
+                  "minimizer, an upper bound of its minimum")
 
 
-def _certificate(result: certificates.IndexSetSearch, A_norm: float) -> dict[str, object]:
+def _frobenius_squared_above(A: Any, d: int) -> Fraction:
+    """An upper bound on ‖A‖_F² (A as stored; None: the identity, ‖I‖_F² = d): exact for
+    rational A; for floats amax²·Σ (a/amax)² with every rounding (relative u, or 2⁻¹⁰⁷⁴ where
+    a quotient underflows) bounded upward."""
+    if A is None:
+        return Fraction(d)
+    M = np.asarray(A)
+    if M.dtype == object:
+        return sum((Fraction(v) ** 2 for v in M.ravel()), Fraction(0))
+    amax = float(np.max(np.abs(M)))
+    if amax == 0.0:
+        return Fraction(0)
+    with np.errstate(under="ignore"):
+        s2 = float(np.sum(np.square(M / amax)))
+    u = Fraction(2.0**-53)
+    bound = Fraction(s2) * (1 + (2 * M.size + 4) * u) + 4 * M.size * Fraction(2.0**-1074)
+    return Fraction(amax) ** 2 * bound
+
+
+def _certificate(result: certificates.IndexSetSearch, A: Any, d: int) -> dict[str, object]:
     rel = result.relaxation
-    r = float(np.sqrt(max(rel.residual, 0.0)))
+    distance, source = _distance(result, A, d)
     return {
         "relaxation_residual": rel.residual,
         "relaxation_residual_exact": (None if rel.residual_exact is None
                                       else str(rel.residual_exact)),
-        "distance": r / A_norm if A_norm > 0 else None,
-        "distance_note": "r/||A||_F: every index set S has ||W_down[:,S] W_up[S,:] + A||_F >= r",
+        "distance": distance,
+        "distance_source": source,
+        "distance_note": "a proven lower bound: every index set S has "
+                         "||W_down[:,S] W_up[S,:] + A||_F >= distance * ||A||_F",
         "gram_rank": rel.rank,
         "tolerance": rel.tolerance,
         "method": result.method,
@@ -159,19 +232,14 @@ class Storage:
     """Stored format, its unit roundoff, the tolerance (``--tol``) and the search's tolerance.
 
     Default tolerance: the unit roundoff of the detected format; float64 weights use
-    FLOAT64_TOL (the accuracy of float64 computations on them). Rational input: exact.
+    FLOAT64_TOL (the accuracy of float64 computations on them). Rational input: exact. The
+    tolerance only ever widens "absorbable up to rounding"; ``absorbed`` is exact.
     """
 
     dtype: str
     unit_roundoff: float
     tol: float
     search_tol: float | None
-
-    @property
-    def near_is_exact(self) -> bool:
-        """Whether an S within the tolerance counts as exact (float64: the tolerance is the
-        arithmetic's, not the storage's), rather than as absorbable up to rounding."""
-        return self.dtype == "float64"
 
     def to_json(self) -> dict[str, object]:
         return {"dtype": self.dtype, "unit_roundoff": self.unit_roundoff, "tol": self.tol,
@@ -190,177 +258,170 @@ def storage(block: Block, tol: float | None) -> Storage:
     return Storage(dtype, u, t, search_tol)
 
 
-def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]:
-    """The sign-flip construction over ℚ (exact input): V_up = D W_up, V_down = W_down,
-    c_up = D b_up, c_down = b_down + W_down[:,S] b_up[S], as Fractions."""
-    ex = block.exact
-    assert ex is not None  # only called for exact blocks
-    idx = list(S)
-    D = np.array([Fraction(-1) if i in set(idx) else Fraction(1) for i in range(block.n)],
-                 dtype=object)
-    out: dict[str, object] = {"W_up": D[:, None] * ex.W_up, "W_down": ex.W_down.copy()}
-    b_up = ex.b_up if ex.b_up is not None else (
-        None if block.b_up is None else as_fractions(block.b_up))
-    b_down = ex.b_down if ex.b_down is not None else (
-        None if block.b_down is None else as_fractions(block.b_down))
-    if b_up is not None:
-        out["b_up"] = D * b_up
-        shift = ex.W_down[:, idx] @ b_up[idx] if idx else np.zeros(block.d, dtype=object)
-        out["b_down"] = shift if b_down is None else b_down + shift
-    elif b_down is not None:
-        out["b_down"] = b_down
-    return out
-
-
-def _absorbed(block: Block, S: list[int], result: certificates.IndexSetSearch,
-              rng: np.random.Generator, base: dict[str, object],
-              condition_exact: bool) -> dict[str, object]:
-    h = absorbing_block(block, S)
-    ex = block.exact
-    out = {**base, "verdict": "absorbed", **chain_fields(["index_set_sufficient"]),
-           "reason": f"W_down[:,S] W_up[S,:] = -A for an index set S of size {len(S)}; "
-                     "the sign-flip construction absorbs the skip",
-           "S": S, "absorbing_block": (exact_absorbing_weights(block, S) if ex is not None
-                                       else weights_json(h)),
-           **verify_construction(block, h, rng), "index_set_search": result.to_json(),
-           "condition_exact": condition_exact}
-    return out
+def _absorbed(block: Block, proof: ExactCheck, rng: np.random.Generator, subject: Subject,
+              reason: str, details: dict[str, object]) -> Absorbed:
+    assert proof.S is not None  # an index-set proof carries its S
+    h = absorbing_block(block, proof.S)
+    return Absorbed(subject=subject, chain=("index_set_sufficient",), proof=proof,
+                    reason=reason + f"W_down[:,S] W_up[S,:] = -A exactly for an index set S of "
+                                    f"size {len(proof.S)}; the sign-flip construction absorbs "
+                                    "the skip",
+                    construction={"absorbing_block": exact_absorbing_weights(block, proof.S)},
+                    check=verify_construction(block, h, rng), details=details)
 
 
 def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSearch,
-                    rng: np.random.Generator, base: dict[str, object],
-                    store: Storage) -> dict[str, object]:
+                    rng: np.random.Generator, subject: Subject, store: Storage,
+                    A: Any) -> Verdict:
     """S meets the condition only up to the storage precision: the least-norm repair of
     W_down[:,S] and the construction verified on the repaired weights."""
     dtype = store.dtype
     rep = repair(block.W_up, block.W_down, block.skip_matrix(), S, dtype, u=store.tol)
+    roundoffs = rep.relative_change / UNIT_ROUNDOFF[dtype]
+    if not rep.within_rounding or not math.isfinite(roundoffs):
+        return Undetermined(subject=subject, reason=(
+            "an index set meets the condition within the search tolerance but not within the "
+            f"rounding bound for tol = {store.tol:.3g}, and not exactly"),
+            details={"S": S, "rounding": rep.to_json(),
+                     "index_set_search": result.to_json()})
     fixed = Block(block.activation, block.W_up, corrected(block.W_down, rep), block.W_gate,
                   block.b_up, block.b_down, block.A_skip)
     h = absorbing_block(fixed, S)
-    check = verify_construction(fixed, h, rng)
-    if not rep.within_rounding:
-        return {**base, "verdict": "undetermined", **chain_fields([]),
-                "reason": f"an index set meets the condition within the search tolerance but "
-                          f"not within the rounding bound for tol = {store.tol:.3g}",
-                "S": S, "rounding": rep.to_json(), "unmet_hypotheses": [],
-                "index_set_search": result.to_json()}
     exactly = ("the stored weights themselves admit no exact index set (dual certificate "
                f"below, margin {float(result.dual.check.margin):.3g}): the stored block is one "
                "rounding away from absorbable, not absorbable itself"
                if result.dual is not None else
                "the condition fails on the stored weights by less than their precision")
-    return {**base, "verdict": "absorbable_up_to_rounding",
-            **chain_fields(["index_set_sufficient"]),
-            "stored_weights_exactly": exactly,
-            "certificate": _certificate(result, float(np.linalg.norm(block.skip_matrix()))),
-            "reason": f"W_down[:,S] W_up[S,:] = -A holds up to the {dtype} storage precision "
-                      f"(|S| = {len(S)}): a change of W_down[:,S] of relative size "
-                      f"{rep.relative_change:.3g} ({rep.in_roundoffs:.3g} unit roundoffs) "
-                      "makes it exact, and the sign-flip construction then absorbs the skip",
-            "S": S, "rounding": rep.to_json(),
-            "condition_exact": False,
-            "corrected_absorbing_block": weights_json(h),
-            "corrected_construction_check": check,
-            "index_set_search": result.to_json()}
+    return AbsorbableUpToRounding(
+        subject=subject, chain=("index_set_sufficient",), S=tuple(S), roundoffs=roundoffs,
+        rounding=rep.to_json(),
+        reason=f"W_down[:,S] W_up[S,:] = -A holds up to the {dtype} storage precision, not "
+               f"exactly (|S| = {len(S)}): a change of W_down[:,S] of relative size "
+               f"{rep.relative_change:.3g} ({roundoffs:.3g} unit roundoffs of {dtype}) makes it "
+               "exact, and the sign-flip construction then absorbs the skip",
+        details={"stored_weights_exactly": exactly,
+                 "certificate": _certificate(result, A, block.d),
+                 "corrected_absorbing_block": weights_json(h),
+                 "corrected_construction_check": verify_construction(fixed, h, rng),
+                 "index_set_search": result.to_json()})
+
+
+#: The exact search on float weights (rational Gram matrix: n²d rational operations) is run
+#: again by the verdict only up to this many weights n·d.
+EXACT_SEARCH_MAX_WEIGHTS = 1 << 10
 
 
 def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
-    """The exhaustive search again, in exact arithmetic on the stored (dyadic) values, when its
-    plan fits; None when it would not."""
+    """The exhaustive search again, in exact arithmetic on the stored (dyadic) values, when the
+    block is small enough and its plan fits; None when it would not."""
+    if block.n * block.d > EXACT_SEARCH_MAX_WEIGHTS:
+        return None
     W_up, W_down, A = stored_weights(block)
-    res = certificates.find_index_set(as_fractions(np.asarray(W_up, dtype=np.float64))
-                                      if block.exact is None else W_up,
-                                      as_fractions(np.asarray(W_down, dtype=np.float64))
-                                      if block.exact is None else W_down,
-                                      None if A is None else (
-                                          as_fractions(np.asarray(A, dtype=np.float64))
-                                          if block.exact is None else A),
-                                      dual=False)
+    res = certificates.find_index_set(as_fractions(W_up), as_fractions(W_down),
+                                      None if A is None else as_fractions(A), dual=False)
     return res if res.status != "limit" else None
 
 
+#: rank(A) > n from the float search is re-decided over ℚ up to this d (d³ integer steps).
+EXACT_RANK_MAX_D = 128
+
+
 def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
-                      base: dict[str, object], tol: float | None,
-                      candidate: Sequence[int] | None) -> dict[str, object]:
+                     subject: Subject, tol: float | None,
+                     candidate: Sequence[int] | None) -> Verdict:
+    """The verdict of an odd-part-linear ungated block with A ≠ 0 (see the module docstring)."""
     W_up, W_down, A = stored_weights(block)
     store = storage(block, tol)
-    base = {**base, "storage": store.to_json()}
-    A_norm = float(np.linalg.norm(block.skip_matrix()))
+    subject = replace(subject, extra={**subject.extra, "storage": store.to_json()})
+    details: dict[str, object] = {}
     if candidate is not None:
         S0 = sorted(int(i) for i in candidate)
         if any(not 0 <= i < block.n for i in S0) or len(set(S0)) != len(S0):
             raise AbsorbError(f"S must hold distinct indices in [0, {block.n})")
-        if check_index_set(W_up, W_down, S0, A):
-            pre = certificates.find_index_set(W_up, W_down, A, dual=False,
-                                              tol=store.search_tol or FLOAT64_TOL)
-            out = _absorbed(block, S0, pre, rng, base, condition_exact=True)
-            out["reason"] = "the given index set S meets the condition exactly; " + str(
-                out["reason"])
-            return out
-        base = {**base, "given_S": {"S": S0, "condition_exact": False,
-                                    "note": "the given S does not meet the condition exactly; "
-                                            "the complete search decides"}}
+        given = exact_index_set(W_up, W_down, S0, A)
+        if given is not None:
+            return _absorbed(block, given, rng, subject,
+                             "the given index set S meets the condition exactly: ", {})
+        details["given_S"] = {"S": S0, "condition_exact": False,
+                              "note": "the given S does not meet the condition exactly; the "
+                                      "complete search decides"}
     result = (certificates.find_index_set(W_up, W_down, A) if store.search_tol is None
               else certificates.find_index_set(W_up, W_down, A, tol=store.search_tol))
+
+    def undetermined(reason: str, cert: dict[str, object] | None,
+                     unmet: Sequence[str] = ()) -> Undetermined:
+        return Undetermined(subject=subject, reason=reason, unmet_hypotheses=tuple(unmet),
+                            details={**details, "certificate": cert,
+                                     "search": evidence(block, rng, run_search)})
+
     if result.status == "found":
         assert result.S is not None  # "found" always carries S (certificates' contract)
         S = list(result.S)
-        exact_ok = check_index_set(W_up, W_down, S, A)
-        resid = certificates.index_set_residual(W_up, W_down, S, A)
-        a_max = float(np.max(np.abs(block.skip_matrix())))
-        if exact_ok or (store.near_is_exact and resid <= store.tol * a_max):
-            return _absorbed(block, S, result, rng, base, condition_exact=exact_ok)
-        return _up_to_rounding(block, S, result, rng, base, store)
-    cert = _certificate(result, A_norm)
-    if result.status == "limit" and result.dual is not None and store.near_is_exact:
-        # an S within the tolerance would count as absorbed, and it was not excluded
-        return {**base, "verdict": "undetermined", **chain_fields([]),
-                "reason": "the stored weights admit no exact index set (dual certificate), but "
-                          "an S within the float64 tolerance, which would count as absorbed, "
-                          "is not excluded and the search for one was stopped by a size "
-                          "limit: " + result.detail,
-                "certificate": cert, "unmet_hypotheses": [],
-                "search": evidence(block, rng, run_search)}
+        proof = exact_index_set(W_up, W_down, S, A)
+        if proof is not None:
+            return _absorbed(block, proof, rng, subject, "",
+                             {**details, "index_set_search": result.to_json()})
+        if block.exact is not None:
+            return undetermined("the exact search returned an index set that fails the exact "
+                                "check", None)
+        # the float search stops at the first set within its tolerance; an exact set may
+        # exist beside it (small blocks: searched for exactly on the stored values)
+        confirm = _confirm_exactly(block)
+        if confirm is not None and confirm.status == "found" and confirm.S is not None:
+            exact_set = exact_index_set(W_up, W_down, confirm.S, A)
+            if exact_set is not None:
+                return _absorbed(block, exact_set, rng, subject, "",
+                                 {**details, "index_set_search": confirm.to_json()})
+        return _up_to_rounding(block, S, result, rng, subject, store, A)
+    cert = _certificate(result, A, block.d)
     if result.status == "limit" and result.dual is not None:
         # the certificate decides the stored weights; only "up to rounding" stays open
         cert["up_to_rounding"] = ("not decided: the stored weights admit no exact index set "
                                   "(dual certificate), but an S meeting the condition within "
                                   "the storage tolerance is not excluded; " + result.detail)
     elif result.status == "limit":
-        return {**base, "verdict": "undetermined", **chain_fields([]),
-                "reason": "the exact index-set search was stopped by a size limit: "
-                          + result.detail,
-                "certificate": cert, "unmet_hypotheses": [],
-                "search": evidence(block, rng, run_search)}
+        return undetermined("the exact index-set search was stopped by a size limit: "
+                            + result.detail, cert)
     unmet = necessary_hypotheses(block)
     if unmet:
-        return {**base, "verdict": "undetermined", **chain_fields([]),
-                "reason": "no index set exists, but index_set_necessary does not apply",
-                "certificate": cert, "unmet_hypotheses": unmet,
-                "search": evidence(block, rng, run_search)}
-    chain = theorem_chain(block)
+        return undetermined("no index set exists, but index_set_necessary does not apply",
+                            cert, unmet)
+    chain = necessary_chain(block)
     if result.dual is not None:
-        proof = "dual certificate Y, " + result.dual.check.how
-        chain = [*chain, "relaxation_certificate"]
+        proof_text = "dual certificate Y, " + result.dual.check.how
+        full = [*chain, "relaxation_certificate"]
     elif result.method == "rank":
-        proof = "rank: rank(A) > n"
+        if not result.exact and block.d > EXACT_RANK_MAX_D:
+            return undetermined(f"rank(A) > n was decided at float tolerance and the exact "
+                                f"rank of the {block.d}x{block.d} skip is beyond the budget",
+                                cert)
+        rank_a = exact_matrix_rank(np.eye(block.d, dtype=int) if A is None else A)
+        if rank_a <= block.n:
+            return undetermined(f"rank(A) = {rank_a} <= n = {block.n} exactly, although the "
+                                "float search found it larger", cert)
+        proof_text = f"rank: rank(A) = {rank_a} > n = {block.n} (exact, over Q)"
+        full = chain
     else:
         confirm = result if result.exact else _confirm_exactly(block)
+        if confirm is not None and confirm.status == "found" and confirm.S is not None:
+            # the float search missed it (e.g. its Gram products overflowed); the exact
+            # search on the stored values found an index set, checked exactly once more
+            found = exact_index_set(W_up, W_down, confirm.S, A)
+            if found is not None:
+                return _absorbed(block, found, rng, subject, "",
+                                 {**details, "index_set_search": confirm.to_json()})
         if confirm is None or confirm.status != "none":
-            return {**base, "verdict": "undetermined", **chain_fields([]),
-                    "reason": "the floating-point search found no index set, but no dual "
-                              "certificate was found and the exact search did not confirm it "
-                              "within its budget",
-                    "certificate": cert, "unmet_hypotheses": [],
-                    "search": evidence(block, rng, run_search)}
-        proof = ("exhaustive search in exact rational arithmetic on the stored weights "
-                 f"({confirm.method}); no dual certificate: " + "; ".join(result.notes))
+            return undetermined("the floating-point search found no index set, but no dual "
+                                "certificate was found and the exact search did not confirm "
+                                "it within its budget", cert)
+        proof_text = ("exhaustive search in exact rational arithmetic on the stored weights "
+                      f"({confirm.method}); no dual certificate: " + "; ".join(result.notes))
         cert["exact_search"] = confirm.to_json()
-    cert["proof"] = proof
-    cert["theorem"] = ("no index set exists (" + proof + "); "
-                       + " + ".join(chain) + " turn that into 'not absorbable'")
-    return {**base, "verdict": "not_absorbed", **chain_fields(chain),
-            "reason": "no index set exists, and " + " + ".join(theorem_chain(block))
-                      + (" turn" if len(theorem_chain(block)) > 1 else " turns")
-                      + " that into 'not absorbable'",
-            "certificate": cert}
+        full = chain
+    cert["proof"] = proof_text
+    cert["theorem"] = ("no index set exists (" + proof_text + "); "
+                       + " + ".join(full) + " turn that into 'not absorbable'")
+    return NotAbsorbed(subject=subject, chain=tuple(full), certificate=cert, details=details,
+                       reason="no index set exists, and " + " + ".join(chain)
+                              + (" turn" if len(chain) > 1 else " turns")
+                              + " that into 'not absorbable'")

@@ -1,4 +1,12 @@
-"""Linear blocks (σ = identity): decided by the rank of A + W_down W_up."""
+"""Linear blocks (σ = identity): decided by the exact rank of L = A + W_down W_up over ℚ.
+
+Every residual-free linear block of width n is x ↦ V_down V_up x + c, of rank ≤ n; the skip
+block is x ↦ L x + c'. So it is absorbable iff rank L ≤ n, and then a rank factorization
+L = C R (R: the nonzero rows of rref(L), C: L's pivot columns) padded with zero units is an
+absorbing block. The rank is decided on the stored values in exact arithmetic (a float is a
+dyadic rational), never at a floating-point tolerance: a matrix of exact rank 2 with a
+singular value 2⁻⁵² has rank 2.
+"""
 
 from __future__ import annotations
 
@@ -9,78 +17,85 @@ import numpy as np
 from absorb.blocks import Block
 from absorb.certificates import as_fractions
 from absorb.certificates._inputs import rref
-from absorb.theory.common import (
-    theorem_fields,
-    verify_construction,
-    weights_json,
+from absorb.theory.common import stored_biases, stored_weights, verify_construction
+from absorb.verdicts import (
+    Absorbed,
+    NotAbsorbed,
+    Subject,
+    Undetermined,
+    Verdict,
+    exact_linear_absorption,
+    exact_linear_rank,
 )
-from absorb.weights import rational_rank
+
+#: The exact rank is computed when d²·n + d³ rational operations stay below this (≈ 10 s).
+LINEAR_EXACT_OPS = 1 << 23
 
 
-def decide_linear(block: Block, rng: np.random.Generator,
-                   base: dict[str, object]) -> dict[str, object]:
+def decide_linear(block: Block, rng: np.random.Generator, subject: Subject) -> Verdict:
     """σ = id: f(x) = L x + c with L = A + W_down W_up; residual-free blocks give rank ≤ n."""
-    L = block.skip_matrix() + block.W_down @ block.W_up
-    U, s, Vt = np.linalg.svd(L)
-    if block.exact is not None:
-        ex = block.exact
-        A_ex = ex.A_skip if ex.A_skip is not None else np.eye(block.d, dtype=int).astype(object)
-        rank = rational_rank(A_ex + ex.W_down @ ex.W_up)
-    else:
-        rank = int(np.sum(s > max(L.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0)))
-    facts = {"rank": rank, "singular_values": s.tolist(), "exact": block.exact is not None}
-    if rank > block.n:
-        return {**base, "verdict": "not_absorbed", **theorem_fields(None),
-                "reason": f"the block is linear with rank {rank} > n = {block.n}; every "
-                          "residual-free linear block of width n has rank <= n",
-                "certificate": facts}
-    r = rank
-    root = np.sqrt(s[:r])
-    V_up = np.zeros((block.n, block.d))
-    V_down = np.zeros((block.d, block.n))
-    V_up[:r] = root[:, None] * Vt[:r]
-    V_down[:, :r] = U[:, :r] * root
-    c_down = None
-    if block.has_biases:
-        c_down = block.b_down if block.b_down is not None else np.zeros(block.d)
-        if block.b_up is not None:
-            c_down = c_down + block.W_down @ block.b_up
-    h = Block(block.activation, V_up, V_down,
-              b_up=np.zeros(block.n) if block.has_biases else None, b_down=c_down,
+    d, n = block.d, block.n
+    if d * d * n + d**3 > LINEAR_EXACT_OPS:
+        return Undetermined(subject=subject, reason=(
+            f"the exact rank of the {d}x{d} matrix A + W_down W_up (d^2 n + d^3 = "
+            f"{d * d * n + d**3} rational operations) is beyond the budget "
+            f"{LINEAR_EXACT_OPS}; a floating-point rank is not a proof"))
+    W_up, W_down, A = stored_weights(block)
+    A_q = as_fractions(np.eye(d, dtype=int) if A is None else A)
+    L = A_q + as_fractions(W_down) @ as_fractions(W_up)
+    rank = exact_linear_rank(L, n)
+    if rank is not None and rank > n:
+        return NotAbsorbed(subject=subject, reason=(
+            f"the block is linear with rank {rank} > n = {n} (exact, over Q); every "
+            "residual-free linear block of width n has rank <= n"),
+            certificate={"rank": rank, "exact": True,
+                         "proof": f"rank(A + W_down W_up) = {rank} > n = {n}, computed over Q "
+                                  "on the stored values"})
+    weights = _exact_linear_weights(block, L)
+    proof = exact_linear_absorption(L, n, weights["W_down"], weights["W_up"])
+    if proof is None:  # the factorization is exact by construction; checked anyway
+        return Undetermined(subject=subject, reason="the factorization over Q did not "
+                            "reproduce A + W_down W_up exactly")
+    h = Block(block.activation, np.asarray(weights["W_up"], dtype=np.float64),
+              np.asarray(weights["W_down"], dtype=np.float64),
+              b_up=None if "b_up" not in weights else np.zeros(n),
+              b_down=(None if "b_down" not in weights
+                      else np.asarray(weights["b_down"], dtype=np.float64)),
               residual=False)
-    weights = weights_json(h) if block.exact is None else _exact_linear_weights(block)
-    return {**base, "verdict": "absorbed", **theorem_fields(None),
-            "reason": f"the block is linear with rank {rank} <= n = {block.n}; a rank "
-                      "factorization of A + W_down W_up absorbs it"
-                      + (" (over Q, exact)" if block.exact is not None else " (SVD)"),
-            "certificate": facts, "S": None, "absorbing_block": weights,
-            **verify_construction(block, h, rng)}
+    how = f"rank {rank} <= n = {n}" if rank is not None else f"d = {d} <= n = {n}"
+    return Absorbed(subject=subject, proof=proof, reason=(
+        f"the block is linear with {how} (exact, over Q); a factorization "
+        "V_down V_up = A + W_down W_up over Q absorbs it"),
+        construction={"absorbing_block": weights,
+                      "certificate": ({"rank": rank, "exact": True} if rank is not None
+                                      else {"rank_at_most": d, "exact": True})},
+        check=verify_construction(block, h, rng))
 
 
-def _exact_linear_weights(block: Block) -> dict[str, object]:
-    """L = A + W_down W_up = C R over ℚ (R: the nonzero rows of rref(L), C: L's pivot
-    columns), padded with zero units to width n; c_down = b_down + W_down b_up."""
-    ex = block.exact
-    assert ex is not None  # only for exact blocks
-    A_q = ex.A_skip if ex.A_skip is not None else as_fractions(block.skip_matrix())
-    L = A_q + ex.W_down @ ex.W_up
-    red, pivots = rref([list(row) for row in L])
-    r = len(pivots)
+def _exact_linear_weights(block: Block, L: np.ndarray) -> dict[str, object]:
+    """V_down V_up = L over ℚ at width n: for d ≤ n, V_up = [I; 0] and V_down = [L, 0]; else
+    L = C R (R: the nonzero rows of rref(L), C: L's pivot columns) padded with zero units.
+    c_down = b_down + W_down b_up."""
     zero = Fraction(0)
     V_up = np.full((block.n, block.d), zero, dtype=object)
     V_down = np.full((block.d, block.n), zero, dtype=object)
-    if r:
-        V_up[:r] = np.array(red[:r], dtype=object)
-        V_down[:, :r] = L[:, pivots]
+    if block.d <= block.n:
+        for i in range(block.d):
+            V_up[i, i] = Fraction(1)
+        V_down[:, :block.d] = L
+    else:
+        red, pivots = rref([list(row) for row in L])
+        r = len(pivots)
+        if r:
+            V_up[:r] = np.array(red[:r], dtype=object)
+            V_down[:, :r] = L[:, pivots]
     out: dict[str, object] = {"W_up": V_up, "W_down": V_down}
     if block.has_biases:
-        b_up = ex.b_up if ex.b_up is not None else (
-            None if block.b_up is None else as_fractions(block.b_up))
-        b_down = ex.b_down if ex.b_down is not None else (
-            None if block.b_down is None else as_fractions(block.b_down))
-        c_down = np.full(block.d, zero, dtype=object) if b_down is None else b_down
+        b_up, b_down = stored_biases(block)
+        c_down = (np.full(block.d, zero, dtype=object) if b_down is None
+                  else as_fractions(b_down))
         if b_up is not None:
-            c_down = c_down + ex.W_down @ b_up
+            c_down = c_down + as_fractions(stored_weights(block)[1]) @ as_fractions(b_up)
         out["b_up"] = np.full(block.n, zero, dtype=object)
         out["b_down"] = c_down
     return out

@@ -1,8 +1,12 @@
-"""Witnesses of the impossibility theorems (degree, linearization), computed from the weights."""
+"""Witnesses of the impossibility theorems (degree, linearization, bounded), computed from the
+weights."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -10,15 +14,29 @@ from absorb.blocks import Array, Block
 from absorb.errors import AbsorbError
 
 LINEARIZATION_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
+#: Multiples of t* at which the bounded witness evaluates ‖f(tv)‖_max.
+BOUNDED_MULTIPLES = (1.0, 10.0, 100.0)
+_U = 2.0**-53
 
 
-def witness_point(A: Array, rng: np.random.Generator) -> Array:
-    """A unit vector x with A x ≠ 0 (A ≠ 0): Gaussian, else the largest column's basis vector."""
-    x = np.asarray(rng.standard_normal(A.shape[1]), dtype=np.float64)
-    if not np.any(A @ x):
-        x = np.zeros(A.shape[1])
-        x[int(np.argmax(np.linalg.norm(A, axis=0)))] = 1.0
-    return x / float(np.linalg.norm(x))
+def witness_point(A: Any, rng: np.random.Generator) -> Array:
+    """A unit vector x with A x ≠ 0 (A ≠ 0, as stored): Gaussian for float A, else (and for
+    exact A, whose entries may lie beyond float range) the basis vector of A's largest column,
+    so that A x is a column of the stored A, exactly."""
+    if np.asarray(A).dtype != object:
+        x = np.asarray(rng.standard_normal(A.shape[1]), dtype=np.float64)
+        if np.any(A @ x):
+            return x / float(np.linalg.norm(x))
+    return _basis_point(A)
+
+
+def _basis_point(A: Any) -> Array:
+    """e_j for the column j of A with the largest max-norm (exact comparisons)."""
+    M = np.asarray(A)
+    cols = [max(abs(v) for v in M[:, j]) for j in range(M.shape[1])]
+    x = np.zeros(M.shape[1])
+    x[max(range(len(cols)), key=cols.__getitem__)] = 1.0
+    return x
 
 
 def degree_witness(block: Block, x: Array, lam: float = 2.0) -> dict[str, object]:
@@ -34,7 +52,17 @@ def degree_witness(block: Block, x: Array, lam: float = 2.0) -> dict[str, object
     x = np.asarray(x, dtype=np.float64)
     gap = block(lam * x) - lam**k * block(x)
     expected = (lam - lam**k) * (block.skip_matrix() @ x)
-    return {
+    exact: dict[str, object] = {}
+    ex = block.exact
+    if ex is not None and ex.A_skip is not None:
+        # exact input: the gap (λ − λ^k) A x over ℚ, which floats may round to 0 (a skip of
+        # 10⁻⁴⁰⁰) although A x ≠ 0
+        from absorb.certificates import as_fractions
+
+        c = Fraction(lam) - Fraction(lam) ** int(k) if float(k).is_integer() else None
+        if c is not None:
+            exact["expected_gap_exact"] = [str(c * v) for v in ex.A_skip @ as_fractions(x)]
+    return {**exact,
         "x": x.tolist(),
         "lambda": lam,
         "k": k,
@@ -86,4 +114,65 @@ def linearization_witness(block: Block, x: Array, ts: Sequence[float]) -> dict[s
                 "residual-free h with ‖V_up‖₂, ‖V_down‖₂, ‖V_gate‖₂ at most the block's "
                 "(‖V_down‖₂‖V_up‖₂‖x‖·max_{|z|≤t‖V_gate‖₂‖x‖}|g(z)|), → 0 for every fixed h; "
                 "separation > 0 rules out all such h at that t",
+    }
+
+
+def bounded_witness(block: Block, A: Any) -> dict[str, object]:
+    """Unboundedness along a ray, for an ungated block with |σ| ≤ B and A ≠ 0 (as stored).
+
+    With v = e_j (j: A's largest column, so Av is a column of the stored A) and the max-norm,
+    ‖W_down σ(·) + b_down‖_max ≤ C = B·max_i Σ_k |W_down[i,k]| + ‖b_down‖_max, so
+    ‖f(tv)‖_max ≥ t‖Av‖_max − C, while every residual-free block h whose ‖V_down‖_∞ and
+    ‖c_down‖_max do not exceed the block's has ‖h(x)‖_max ≤ C for every x (any width m with
+    the same row sums). Beyond t* = 2C/‖Av‖_max, ‖f(tv)‖_max > C ≥ ‖h(tv)‖_max; and for any
+    fixed h, f(tv) grows without bound while h stays bounded. C and ‖Av‖_max are computed in
+    exact rational arithmetic on the stored values; t* is the exact rational 2C/‖Av‖_max.
+    """
+    act = block.activation
+    if act.bound is None or act.gated:  # not bounded, or a gate (times a linear value)
+        raise AbsorbError(f"{act.name} is not a bounded ungated activation; no bounded witness")
+    from absorb.certificates import as_fractions
+
+    x = _basis_point(A)
+    j = int(np.argmax(x))
+    ex = block.exact
+    W_down = ex.W_down if ex is not None else block.W_down
+    b_down = ex.b_down if ex is not None and ex.b_down is not None else block.b_down
+    B = Fraction(act.bound)
+    with np.errstate(over="ignore"):
+        float_rows = float(np.max(np.sum(np.abs(np.asarray(W_down, dtype=np.float64)),
+                                         axis=1)))
+    if ex is None and math.isfinite(float_rows):
+        # float weights: the row sums rounded upward (a sum of n terms errs by ≤ γ_n)
+        row_max = Fraction(float_rows) * (1 + Fraction(2 * (block.n + 1)) * Fraction(_U))
+    else:
+        row_max = max(sum((abs(v) for v in row), Fraction(0))
+                      for row in as_fractions(W_down))
+    b_max = Fraction(0) if b_down is None else max(abs(Fraction(v)) for v in
+                                                   np.asarray(b_down).tolist())
+    C = B * row_max + b_max
+    Av_max = max(abs(Fraction(v)) for v in np.asarray(A)[:, j].tolist())
+    t_star = 2 * C / Av_max
+    steps = []
+    t0 = float(t_star) if t_star < Fraction(10) ** 300 else math.inf
+    for m in BOUNDED_MULTIPLES:
+        t = m * max(t0, 1.0)
+        if not math.isfinite(t) or t > 1e300:
+            break
+        with np.errstate(all="ignore"):
+            f_norm = float(np.max(np.abs(block(t * x))))
+        steps.append({"t": t, "f_norm": f_norm,
+                      "lower_bound": float(Fraction(t) * Av_max - C)})
+    return {
+        "x": x.tolist(),
+        "norm": "max",
+        "Av_norm": str(Av_max),
+        "bound": float(B),
+        "residual_free_bound": str(C),
+        "t_star": str(t_star),
+        "steps": steps,
+        "statement": f"|f(tv)| >= t|Av| - C > C for t > t* = 2C/|Av| (max-norms), whereas "
+                     f"|h(x)| <= C for every x and every residual-free {act.name} block h with "
+                     "row sums of |V_down| and |c_down| at most the block's; and f is "
+                     "unbounded along v while every residual-free block is bounded",
     }
