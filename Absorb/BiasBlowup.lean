@@ -3,6 +3,16 @@ import Absorb.Activations
 import Absorb.Degree
 import Absorb.Parity
 import Mathlib.Analysis.SpecialFunctions.Log.Basic
+import Mathlib.Analysis.SpecialFunctions.Pow.Real
+import Mathlib.Analysis.SpecialFunctions.Exp
+import Mathlib.Analysis.SpecialFunctions.Trigonometric.Basic
+import Mathlib.Topology.Algebra.Order.Field
+import Mathlib.Order.Filter.Basic
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.LinearCombination
+import Mathlib.Tactic.Ring
+import Mathlib.Tactic.NormNum
+import Mathlib.Tactic.NormNum.OfScientific
 
 /-!
 # Blowing up the biases: from biased blocks to bias-free ReLU blocks

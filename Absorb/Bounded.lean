@@ -5,6 +5,9 @@ import Absorb.Parity
 import Absorb.BiasBlowup
 import Absorb.Necessary
 import Mathlib.Algebra.Order.BigOperators.Group.Finset
+import Mathlib.Analysis.SpecialFunctions.Trigonometric.Basic
+import Mathlib.Tactic.PushNeg
+import Mathlib.Tactic.Linarith
 
 /-!
 # Bounded activations cannot absorb a skip

@@ -1,5 +1,10 @@
 import Absorb.Basic
 import Absorb.Activations
+import Mathlib.Analysis.SpecialFunctions.Pow.Real
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.LinearCombination
+import Mathlib.Tactic.Ring
+import Mathlib.Tactic.NormNum
 
 /-!
 # Homogeneous blocks cannot absorb a skip

@@ -1,6 +1,13 @@
 import Absorb.Basic
 import Absorb.Activations
 import Absorb.Linearization
+import Mathlib.Analysis.SpecialFunctions.Pow.Real
+import Mathlib.Topology.Instances.Matrix
+import Mathlib.Topology.Order.DenselyOrdered
+import Mathlib.Order.Filter.Basic
+import Mathlib.Tactic.FunProp
+import Mathlib.Tactic.Continuity
+import Mathlib.Tactic.Ring
 
 /-!
 # Deep stacks: residual stacks are not residual-free stacks

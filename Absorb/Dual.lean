@@ -1,5 +1,8 @@
 import Absorb.Basic
 import Absorb.IndexSet
+import Mathlib.Algebra.Order.BigOperators.Group.Finset
+import Mathlib.Tactic.LinearCombination
+import Mathlib.Tactic.Ring
 
 /-!
 # The dual certificate: a proof that no index set exists

@@ -1,4 +1,8 @@
 import Absorb.Basic
+import Mathlib.MeasureTheory.Measure.Lebesgue.EqHaar
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.Ring
+import Mathlib.Tactic.PushNeg
 
 /-!
 # Index sets exist only on a null set of down-projections

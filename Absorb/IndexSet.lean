@@ -1,5 +1,8 @@
 import Absorb.Basic
 import Absorb.Activations
+import Mathlib.Tactic.Abel
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.Ring
 
 /-!
 # The sign-flip construction: the index-set condition suffices for absorption

@@ -1,5 +1,15 @@
 import Absorb.Basic
 import Absorb.Activations
+import Mathlib.Analysis.SpecialFunctions.Pow.Real
+import Mathlib.Analysis.SpecialFunctions.Exp
+import Mathlib.Analysis.SpecialFunctions.Trigonometric.Basic
+import Mathlib.Topology.Instances.Matrix
+import Mathlib.Topology.Order.DenselyOrdered
+import Mathlib.Order.Filter.Basic
+import Mathlib.Tactic.FunProp
+import Mathlib.Tactic.Continuity
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.Ring
 
 /-!
 # Linearization at the origin: gated blocks cannot absorb a skip

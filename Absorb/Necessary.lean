@@ -3,6 +3,13 @@ import Absorb.Activations
 import Absorb.Parity
 import Absorb.IndexSet
 import Absorb.BiasBlowup
+import Mathlib.LinearAlgebra.Matrix.DotProduct
+import Mathlib.Algebra.Order.BigOperators.Group.Finset
+import Mathlib.Algebra.CharZero.Infinite
+import Mathlib.Tactic.Choose
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.LinearCombination
+import Mathlib.Tactic.Ring
 
 /-!
 # An index set is necessary: the "only if" half of the paper's Theorem 8 (ReLU)

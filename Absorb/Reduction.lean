@@ -1,4 +1,5 @@
 import Absorb.Basic
+import Mathlib.LinearAlgebra.Matrix.NonsingularInverse
 
 /-!
 # Reduction of an invertible skip to the identity skip

@@ -1,4 +1,7 @@
 import Absorb.Degree
+import Mathlib.Tactic.Ring
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.NormNum
 
 /-!
 # Exercises: the degree argument (paper Proposition 5)

@@ -1,4 +1,8 @@
 import Absorb.IndexSet
+import Mathlib.Data.Matrix.Notation
+import Mathlib.Algebra.Order.BigOperators.Group.Finset
+import Mathlib.Tactic.FinCases
+import Mathlib.Tactic.NormNum
 
 /-!
 # Exercises: index sets and the dual certificate
