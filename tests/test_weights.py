@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from absorb import weights
 from absorb.activations import get_activation
 from absorb.errors import AbsorbError
-from absorb.weights import load_block, rational_rank
+from absorb.weights import load_block, rational_rank, read_check_document
 
 RELU = get_activation("relu")
 
@@ -224,3 +225,49 @@ def test_checker_file_must_name_the_activation_it_is_checked_with(
     assert load_check_input(path, get_activation("gelu"))[1].activation == "gelu"
     with pytest.raises(AbsorbError, match="for activation gelu, not relu"):
         load_check_input(path, RELU)
+
+
+CONFORMANCE = Path(__file__).parent / "conformance"
+VECTORS = sorted(p for p in CONFORMANCE.glob("*.json") if not p.name.endswith(".expected.json"))
+
+
+def test_there_are_conformance_vectors_of_both_outcomes() -> None:
+    outcomes = [json.loads(p.with_suffix(".expected.json").read_text())["accepted"]
+                for p in VECTORS]
+    assert outcomes.count(True) >= 10 and outcomes.count(False) >= 20
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[p.stem for p in VECTORS])
+def test_conformance_vector(vector: Path) -> None:
+    """The shared vectors (docs/DESIGN.md, "Weights files"): the Python reader of the checker's
+    format accepts or refuses each document as its ``.expected.json`` says (the Lean checker is
+    held to the same files)."""
+    expected = json.loads(vector.with_suffix(".expected.json").read_text())
+    assert set(expected) <= {"accepted", "reason", "checker"}
+    if expected["accepted"]:
+        doc = read_check_document(vector.read_text(), vector.name)
+        assert doc.weights["W_up"].shape == (doc.n, doc.d)
+        assert all(isinstance(x, Fraction) for M in doc.weights.values() for x in M.flat)
+        return
+    with pytest.raises(AbsorbError) as info:
+        read_check_document(vector.read_text(), vector.name)
+    message = str(info.value)
+    assert "\n" not in message and expected["reason"].lower() in message.lower(), message
+
+
+def test_conformance_values_are_exact() -> None:
+    """What the accepted vectors denote, entry by entry (no float on the way)."""
+    def entry(name: str) -> Fraction:
+        doc = read_check_document((CONFORMANCE / f"{name}.json").read_text())
+        return Fraction(doc.weights["W_down"][0, 2])
+
+    assert entry("accept_1e-400") == Fraction(1, 10**400)
+    assert entry("accept_1e4096") == 10**4096
+    assert entry("accept_1E-4096_signed") == Fraction(-1, 4 * 10**4095)
+    assert entry("accept_exponent_leading_zeros") == 10**4096
+    assert entry("accept_string_p_q") == Fraction(-22, 7)
+    assert entry("accept_4096_digit_integer") == 10**4096 - 1
+    doc = read_check_document((CONFORMANCE / "accept_exact_decimals.json").read_text())
+    assert doc.weights["W_down"][0, 2] == Fraction(1, 10)
+    assert list(doc.weights["A_skip"].flat) == [Fraction(5, 4), Fraction(-1, 2), 3, 100]
+    assert doc.S == (0, 1) and doc.Y is None and doc.activation == "relu"

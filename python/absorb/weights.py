@@ -88,7 +88,7 @@ def _nested(value: object, key: str) -> tuple[tuple[int, ...], list[Fraction]]:
         raise AbsorbError(f"{key} mixes numbers and lists")
     rows = cast(list[list[object]], value)
     if any(isinstance(x, list) for row in rows for x in row):
-        raise AbsorbError(f"{key} has more than 2 dimensions")
+        raise AbsorbError(f"{key} is nested deeper than a matrix (more than 2 dimensions)")
     if len({len(row) for row in rows}) > 1:
         raise AbsorbError(f"{key} is ragged (rows of different lengths)")
     flat = [x for i, row in enumerate(rows) for x in _row(row, f"{key}[{i}]")]
@@ -171,6 +171,8 @@ def _checker_keys(data: dict[str, object], where: str) -> CheckerKeys:
     fmt = data.pop("format", None)
     if fmt is not None and fmt not in CHECKER_FORMATS:
         raise AbsorbError(f"{where}: format {fmt!r} is not one of {', '.join(CHECKER_FORMATS)}")
+    if fmt == "absorb-check/2" and "activation" not in data:
+        raise AbsorbError(f"{where}: format {CHECKER_FORMAT!r} needs the key activation")
     activation = data.pop("activation", None)
     if fmt == "absorb-check/2":
         if activation not in CHECKER_ACTIVATIONS:
