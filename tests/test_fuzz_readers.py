@@ -122,5 +122,5 @@ def test_cli_on_garbage_exits_2_without_traceback(tmp_path: Path) -> None:
     path = tmp_path / "w.npz"
     path.write_bytes(b"PK\x03\x04 not really a zip")
     res = run_subprocess(["check", "--activation", "relu", "--weights", str(path), "--json"])
-    assert res.code == 2 and res.out == ""
+    assert res.code == 2 and json.loads(res.out) == {"error": res.err[7:].strip(), "exit": 2}
     assert res.err.startswith("error: ") and "Traceback" not in res.err

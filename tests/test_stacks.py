@@ -60,8 +60,9 @@ def _decide(blocks: list[Block], seed: int, search: bool = False) -> dict[str, A
 
 def _one_line_error(res: CliResult) -> None:
     assert res.code == 2, res.err
-    assert res.out == ""
     lines = res.err.strip().splitlines()
+    # stdout: nothing, or under --json exactly the error object
+    assert res.out == "" or json.loads(res.out) == {"error": lines[0][7:], "exit": 2}
     assert len(lines) == 1 and lines[0].startswith("error: "), res.err
 
 
