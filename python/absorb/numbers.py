@@ -18,6 +18,7 @@ module sits at the bottom of the package: it imports nothing of it but :mod:`abs
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from fractions import Fraction
@@ -57,17 +58,28 @@ def number_literal(text: str) -> int | Fraction:
         return int(text)
     frac = frac or ""
     _digits(frac, text)
-    # the exponent's leading zeros carry no value (1e0001 is 10); the rest is bounded by
-    # MAX_EXPONENT before int() sees it
-    exp_run = (exp_digits or "0").lstrip("0") or "0"
-    if len(exp_run) > len(str(MAX_EXPONENT)) or int(exp_run) > MAX_EXPONENT:
-        raise AbsorbError(f"number {_short(text)}: exponent beyond ±{MAX_EXPONENT}")
-    exponent = (-1 if exp_sign == "-" else 1) * int(exp_run) - len(frac)
-    # each part has at most MAX_DIGITS digits: below Python's int-from-string limit
-    mantissa = int(whole) * 10 ** len(frac) + (int(frac) if frac else 0)
-    value = Fraction(mantissa) * 10**exponent if exponent >= 0 else Fraction(mantissa,
-                                                                             10**-exponent)
-    return -value if sign else value
+    exponent = 0
+    if exp_digits is not None:
+        # leading zeros carry no value (1e0001 is 10); the rest is bounded before int() sees it
+        run = exp_digits.lstrip("0")
+        if len(run) > len(str(MAX_EXPONENT)) or (run and int(run) > MAX_EXPONENT):
+            raise AbsorbError(f"number {_short(text)}: exponent beyond ±{MAX_EXPONENT}")
+        exponent = -int(run or "0") if exp_sign == "-" else int(run or "0")
+    exponent -= len(frac)
+    # int() converts at most MAX_DIGITS digits at a time: below Python's int-from-string limit
+    digits = whole + frac
+    mantissa = (int(digits) if len(digits) <= MAX_DIGITS
+                else int(whole) * _pow10(len(frac)) + int(frac))
+    if sign:
+        mantissa = -mantissa
+    if exponent >= 0:
+        return Fraction(mantissa * _pow10(exponent))
+    return Fraction(mantissa, _pow10(-exponent))
+
+
+@functools.lru_cache(maxsize=256)
+def _pow10(k: int) -> int:
+    return int(10**k)  # int ** int is typed as Any (a negative power is a float)
 
 
 def rational_string(text: str) -> Fraction:
@@ -88,9 +100,11 @@ def rational_string(text: str) -> Fraction:
 
 def entry(value: object, where: str) -> Fraction:
     """One decoded entry (from :func:`loads`) as an exact rational; ``where`` names it."""
+    if type(value) is Fraction:  # the common case first: a decoded decimal literal
+        return value
     if isinstance(value, bool) or value is None:
         raise AbsorbError(f"{where}: {json.dumps(value)} is not a number")
-    if isinstance(value, int | Fraction):
+    if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, str):
         try:
