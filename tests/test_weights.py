@@ -98,7 +98,9 @@ JSON_ERRORS = [
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "absorb-check/2",
       "activation": "relu"}, "needs S or Y"),
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "absorb-check/1", "S": [0],
-      "b_up": [1]}, "no biases or gate"),
+      "b_up": [1]}, "no biases"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "absorb-check/2", "S": [0],
+      "activation": "relu", "W_gate": [[1, 2]]}, "unexpected keys W_gate"),
     ([1, 2], "expected a JSON object"),
 ]
 

@@ -181,8 +181,11 @@ def _checker_keys(data: dict[str, object], where: str) -> CheckerKeys:
                               f"{', '.join(CHECKER_ACTIVATIONS)}, got {got}")
     elif activation is not None:
         raise AbsorbError(f"{where}: the key activation belongs to format {CHECKER_FORMAT!r}")
-    elif fmt is not None and any(k in data for k in ("b_up", "b_down", "W_gate")):
-        raise AbsorbError(f"{where}: format {fmt!r} has no biases or gate")
+    elif fmt is not None and any(k in data for k in ("b_up", "b_down")):
+        raise AbsorbError(f"{where}: format {fmt!r} has no biases")
+    if fmt is not None and "W_gate" in data:
+        raise AbsorbError(f"{where}: unexpected keys W_gate (format {fmt!r} holds ungated "
+                          "blocks)")
     has_S, has_Y = "S" in data, "Y" in data
     if has_S and has_Y:
         raise AbsorbError(f"{where}: give S or Y, not both")
@@ -253,9 +256,6 @@ def read_check_document(text: str, where: str = "document") -> CheckDocument:
                           f"{json.dumps(data.get('format'), default=str)}")
     data = dict(data)
     keys = _checker_keys(data, where)
-    if "W_gate" in data:
-        raise AbsorbError(f"{where}: unexpected keys W_gate (format {CHECKER_FORMAT!r} holds "
-                          "ungated blocks)")
     parsed = parse_json_block(data, where)
     d, n = check_shapes(parsed, keys, where)
     weights = {k: np.array(flat, dtype=object).reshape(shape)
