@@ -250,6 +250,20 @@ def oracle(case: Case) -> Truth:
     return Truth(False, "no index set, hypotheses hold", (), sums)
 
 
+def test_the_oracle_on_blocks_decided_by_hand() -> None:
+    I2, Z = [[1, 0], [0, 1]], [[0], [0]]
+    planted = oracle(_case("relu", I2, [[-1, 0], [0, -1]]))
+    assert planted.absorbable is True and planted.exact_sets == ((0, 1),)
+    assert oracle(_case("relu", I2, I2)).absorbable is False  # Σ_S a_i b_iᵀ = diag(s) ≠ −I
+    assert oracle(_case("relu", I2, [[1, 0], [0, 0]])).absorbable is None  # a zero column
+    assert oracle(_case("gelu", [[1, 0], [-2, 0]], I2)).absorbable is None  # collinear rows
+    assert oracle(_case("relu", [[1]], [[-1]])).absorbable is True  # d = 1, S = {0}
+    assert oracle(_case("identity", [[1, 0]], Z, [[1, 0], [0, "1/3"]])).absorbable is False
+    assert oracle(_case("identity", [[1, 0]], Z, [[1, 0], [0, 0]])).absorbable is True
+    assert oracle(_case("glu", [[1]], [[1]], W_gate=[[1]])).absorbable is None
+    assert oracle(_case("swiglu", [[1]], [[0]], [[0]], W_gate=[[1]])).absorbable is True
+
+
 # ------------------------------------------------------------------ storage formats
 
 FLOAT_STORAGES = ("float16", "bfloat16", "float32", "float64")
