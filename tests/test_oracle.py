@@ -796,7 +796,6 @@ def test_float_blocks_in_npz(case: Case, seed: int) -> None:
     judge(case, 0, seed)
 
 
-@pytest.mark.xfail(strict=False, reason=KNOWN_BUGS)
 @budget(100)
 @given(case=blocks(storages=FLOAT_STORAGES, containers=("safetensors",),
                    modes=("planted_identity", "near_miss", "degenerate")),
