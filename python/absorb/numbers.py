@@ -133,8 +133,20 @@ def loads(text: str) -> object:
     (and ``None``/booleans, which :func:`entry` refuses where a number belongs). Duplicate keys,
     NaN/Infinity, out-of-range literals, malformed JSON and nesting deeper than the
     interpreter's recursion limit are refused."""
+    def literal(token: str) -> int | Fraction:
+        try:
+            return number_literal(token)
+        except AbsorbError as exc:  # the decoder does not say where: the first occurrence
+            # of the token as a whole literal (not inside a longer one or a string's digits)
+            found = re.search(r'(?<![0-9A-Za-z.+"-])' + re.escape(token) + r'(?![0-9A-Za-z."])',
+                              text)
+            at = found.start() if found else 0
+            line = text.count("\n", 0, at) + 1
+            column = at - text.rfind("\n", 0, at)
+            raise AbsorbError(f"{exc} (line {line} column {column})") from None
+
     try:
-        return json.loads(text, parse_int=number_literal, parse_float=number_literal,
+        return json.loads(text, parse_int=literal, parse_float=literal,
                           parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise AbsorbError(f"not valid JSON ({exc})") from None
