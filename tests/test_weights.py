@@ -185,7 +185,8 @@ TEXT_ERRORS = [
      "duplicate key 'a'"),
     ('{"W_up": [[1, 2]], "W_down": [[1], [NaN]]}', "NaN is not a number"),
     ('{"W_up": [[1, 2]], "W_down": [[1], [-Infinity]]}', "-Infinity is not a number"),
-    ('{"W_up": [[1, 2e4097]], "W_down": [[1], [1]]}', "exponent beyond ±4096"),
+    ('{"W_up": [[1, 2e4097]], "W_down": [[1], [1]]}',
+     r"exponent beyond ±4096 \(line 1 column 15\)"),
     ('{"W_up": [[1, 2]], "W_down": [[1], [1' + "0" * 5000 + ']]}', "run of 5001 digits"),
     ('{"W_up": [[1, 2]], "W_down": [[1], ["1/' + "7" * 5000 + '"]]}', "run of 5000 digits"),
     ('{"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": ' + "[" * 100_000 + "]" * 100_000
