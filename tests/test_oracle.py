@@ -887,6 +887,9 @@ REGRESSIONS: list[tuple[str, Case, set[str] | None]] = [
                                  storage="float64"), None),
     ("skip 1e300 I", _case("relu", GAUSS[0], GAUSS[1].T, np.eye(3) * 1e300,
                            storage="float64"), None),
+    ("exact entries with 955-digit denominators", _case(
+        "relu", [[f"1/{3**2000}", 2], [3, f"-5/{3**2000}"], [1, 1]],
+        [[1, 2, -1], [f"7/{3**2000}", 1, 3]]), None),
     # exact input beyond the float64 range can be decided exactly
     ("exact entries beyond 1e308", _case("relu", [["1" + "0" * 400, 0], [0, 1]],
                                          [[TINY.replace("1/", "-1/"), 0], [0, -1]]),
@@ -905,6 +908,8 @@ FAILING_HERE = {
     "tanh, A = I": "no theorem for bounded activations yet",
     "sigmoid, A != 0": "no theorem for bounded activations yet",
     "skip 1e300 I": "a crash on legal finite input (OverflowError)",
+    "exact entries with 955-digit denominators": "a crash on legal exact input: a rational of "
+                                                 "more than 4300 digits printed with str()",
     "exact entries beyond 1e308": "exact input beyond 1e308 is refused (float arrays in Block)",
 }
 
