@@ -21,8 +21,9 @@ Cli = Callable[..., CliResult]
 
 def _one_line_error(res: CliResult, code: int = 2) -> None:
     assert res.code == code, res.err
-    assert res.out == ""
     lines = res.err.strip().splitlines()
+    # stdout: nothing, or under --json exactly the error object
+    assert res.out == "" or json.loads(res.out) == {"error": lines[0][7:], "exit": 2}
     assert len(lines) == 1 and lines[0].startswith("error: "), res.err
     assert "Traceback" not in res.err
 

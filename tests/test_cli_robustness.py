@@ -296,3 +296,92 @@ def test_benchmark_results_default_outside_the_tree(monkeypatch: pytest.MonkeyPa
     assert default.parent == tmp_path / "absorb-benchmarks" and default.suffix == ".md"
     assert not default.resolve().is_relative_to(REPO)
     assert run.results_path(None, update=True, quick=False) == REPO / "benchmarks" / "results.md"
+
+
+# --------------------------------------------------------------------------- bad input (issue 15)
+
+
+def test_every_exit_2_error_under_json_is_also_one_json_object(cli: Cli, tmp_path: Path) -> None:
+    """Usage errors, bad files and bad values alike: stdout holds exactly the error object."""
+    (tmp_path / "w.json").write_text('{"W_up": [[1]], "W_down": [[1]], "W_up": [[2]]}')
+    for argv in (["check", "--activation", "relu", "--weights", str(tmp_path / "w.json")],
+                 ["check", "--activation", "nope", "--d", "2", "--n", "3"],
+                 ["check", *BLOCK, "--no-such-option"]):
+        res = cli(*argv, "--json")
+        line = _one_line_error(res)
+        assert json.loads(res.out) == {"error": line.removeprefix("error: "), "exit": 2}
+        assert res.out.count("\n") == 1
+        assert cli(*argv).out == ""  # without --json, stdout stays empty
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "abc", "1e400", "1.5", "nan", ""])
+def test_a_bad_memory_cap_is_refused_by_every_command(value: str, cli: Cli,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ABSORB_MAX_MEMORY", value)
+    for argv in (["check", *BLOCK], ["activations"]):
+        line = _one_line_error(cli(*argv, "--json"))
+        assert "ABSORB_MAX_MEMORY" in line and repr(value) in line
+
+
+def test_a_good_memory_cap_is_read_as_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from absorb.budget import available_memory
+
+    for text, value in (("8e9", 8_000_000_000), (" 1024 ", 1024), ("1_000", 1000)):
+        monkeypatch.setenv("ABSORB_MAX_MEMORY", text)
+        assert available_memory() == value
+
+
+def _read_only_folder(tmp_path: Path) -> Path:
+    """A folder no file can be created in: permission bits where they bind, else (as root,
+    whom they do not bind) /sys, a read-only file system in every container."""
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        return ro
+    sys_folder = Path("/sys")
+    if not sys_folder.is_dir() or _creatable(sys_folder):
+        pytest.skip("no read-only folder available to root here")
+    return sys_folder
+
+
+def _creatable(folder: Path) -> bool:
+    try:
+        (folder / ".absorb-test").touch()
+    except OSError:
+        return False
+    (folder / ".absorb-test").unlink()
+    return True
+
+
+def test_report_into_a_read_only_folder_fails_before_computing(
+        cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import absorb.report
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report was computed")
+
+    monkeypatch.setattr(absorb.report, "write_report", never)
+    ro = _read_only_folder(tmp_path)
+    for out in (ro, ro / "report", ro / "a" / "b"):
+        res = cli("report", "--out", str(out), "--json")
+        line = _one_line_error(res)
+        assert "cannot write there" in line and json.loads(res.out)["exit"] == 2
+    (tmp_path / "file").write_text("x")
+    assert "is not a folder" in _one_line_error(cli("report", "--out", str(tmp_path / "file")))
+    assert "is not a folder" in _one_line_error(cli("report", "--out",
+                                                    str(tmp_path / "file" / "r")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["file", *(["ro"] if ro.parent == tmp_path else [])])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"W_up": [[' + "1" * 5000 + ']], "W_down": [[1]]}', "run of 5000 digits"),
+    ('{"W_up": [[1]], "W_down": [[1e99999]]}', "exponent beyond"),
+])
+def test_pathological_json_is_one_line_exit_2(text: str, message: str, cli: Cli,
+                                              tmp_path: Path) -> None:
+    (tmp_path / "w.json").write_text(text)
+    res = cli("check", "--activation", "relu", "--weights", str(tmp_path / "w.json"), "--json")
+    assert message in _one_line_error(res)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,7 @@ from tests.conftest import run_subprocess
 from absorb.activations import get_activation
 from absorb.checkpoints import inspect_checkpoint
 from absorb.errors import AbsorbError
+from absorb.numbers import loads, number_literal, rational_string
 from absorb.weights import load_block
 
 RELU = get_activation("relu")
@@ -122,5 +126,44 @@ def test_cli_on_garbage_exits_2_without_traceback(tmp_path: Path) -> None:
     path = tmp_path / "w.npz"
     path.write_bytes(b"PK\x03\x04 not really a zip")
     res = run_subprocess(["check", "--activation", "relu", "--weights", str(path), "--json"])
-    assert res.code == 2 and res.out == ""
+    assert res.code == 2 and json.loads(res.out) == {"error": res.err[7:].strip(), "exit": 2}
     assert res.err.startswith("error: ") and "Traceback" not in res.err
+
+
+# --------------------------------------------------------------------------- the number grammar
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.from_regex(r"-?(0|[1-9][0-9]{0,40})(\.[0-9]{1,40})?([eE][+-]?[0-9]{1,4})?",
+                          fullmatch=True))
+def test_number_literals_are_the_decimals_they_spell(text: str) -> None:
+    """Differential: the grammar's value of a JSON literal is the decimal's exact value
+    (Python's Decimal), or a refusal exactly when the exponent is beyond ±4096."""
+    exponent = int(re.split("[eE]", text)[1]) if re.search("[eE]", text) else 0
+    if abs(exponent) > 4096:
+        with pytest.raises(AbsorbError, match="exponent"):
+            number_literal(text)
+        return
+    value = number_literal(text)
+    assert value == Fraction(Decimal(text))
+    assert isinstance(value, int) == (re.fullmatch(r"-?[0-9]+", text) is not None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.one_of(st.text(alphabet="-+/0123456789 .eE_", max_size=12), st.text(max_size=8)))
+def test_string_entries_follow_the_grammar_exactly(text: str) -> None:
+    match = re.fullmatch(r"-?[0-9]+(/[0-9]+)?", text, flags=re.ASCII)
+    if match is None or (match.group(1) is not None and int(text.split("/")[1]) == 0):
+        with pytest.raises(AbsorbError):
+            rational_string(text)
+    else:
+        assert rational_string(text) == Fraction(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet='[]{}",:-+.0123456789eEnulltruefalsNaInfiy ', max_size=40))
+def test_any_text_decodes_or_is_refused_cleanly(text: str) -> None:
+    try:
+        loads(text)
+    except AbsorbError as exc:
+        assert str(exc) and "\n" not in str(exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from absorb import weights
 from absorb.activations import get_activation
 from absorb.errors import AbsorbError
-from absorb.weights import load_block, rational_rank
+from absorb.weights import load_block, rational_rank, read_check_document
 
 RELU = get_activation("relu")
 
@@ -32,11 +33,14 @@ def test_npz_round_trip(tmp_path: Path) -> None:
     assert block.exact is None
 
 
-def test_json_floats_are_read_as_floats(write_json: Callable[..., Path]) -> None:
-    block = load_block(write_json({"W_up": [[0.5, 1], [2, 3]], "W_down": [[1, 0], [0, 1.5]]}),
-                       RELU)
-    assert block.exact is None
-    np.testing.assert_array_equal(block.W_up, [[0.5, 1.0], [2.0, 3.0]])
+def test_json_numbers_are_the_rationals_they_spell(tmp_path: Path) -> None:
+    (tmp_path / "w.json").write_text('{"W_up": [[0.5, 1], [2, 0.1]], "W_down": [[1, 0], '
+                                     '[0, 1e-400]]}')
+    block = load_block(tmp_path / "w.json", RELU)
+    assert block.exact is not None
+    assert block.exact.W_up[1, 1] == Fraction(1, 10)  # the decimal as written, not the double
+    assert block.exact.W_down[1, 1] == Fraction(1, 10**400)  # not 0.0
+    np.testing.assert_array_equal(block.W_up, [[0.5, 1.0], [2.0, 0.1]])  # floats: nearest
 
 
 def test_json_rationals_are_exact(write_json: Callable[..., Path]) -> None:
@@ -44,7 +48,7 @@ def test_json_rationals_are_exact(write_json: Callable[..., Path]) -> None:
     block = load_block(path, RELU)
     assert block.exact is not None
     assert block.exact.W_up[0, 0] == Fraction(1, 3)
-    assert block.exact.W_up[0, 1] == Fraction(1, 10)  # the decimal as written, not the double
+    assert block.exact.W_up[0, 1] == Fraction(1, 10)
     assert block.exact.W_up[1, 1] == Fraction(-7, 2)
     assert block.W_up[0, 0] == pytest.approx(1 / 3, rel=1e-16)
     integers = load_block(write_json({"W_up": [[1, 2]], "W_down": [[3], [4]]}, "i.json"), RELU)
@@ -65,12 +69,18 @@ JSON_ERRORS = [
     ({"W_up": [[1, 2]], "W_down": [[1, 1]]}, "W_down has shape 1x2, expected 2x1"),
     ({"W_up": [[1, 2], [3]], "W_down": [[1, 1], [1, 1]]}, "ragged"),
     ({"W_up": [[[1]]], "W_down": [[1]]}, "more than 2 dimensions"),
-    ({"W_up": [["abc", 1]], "W_down": [[1], [1]]}, "not a number"),
-    ({"W_up": [["1/0", 1]], "W_down": [[1], [1]]}, "not a number"),
-    ({"W_up": [[True, 1]], "W_down": [[1], [1]]}, "non-numeric"),
-    ({"W_up": [[None, 1]], "W_down": [[1], [1]]}, "non-numeric"),
+    ({"W_up": [["abc", 1]], "W_down": [[1], [1]]}, r"W_up\[0\]\[0\]: string 'abc' is not"),
+    ({"W_up": [["1/0", 1]], "W_down": [[1], [1]]}, "denominator 0"),
+    ({"W_up": [[1, "0.25"]], "W_down": [[1], [1]]}, r"W_up\[0\]\[1\]: string '0.25'"),
+    ({"W_up": [["+1/2", 1]], "W_down": [[1], [1]]}, "not a rational"),
+    ({"W_up": [[" 1", 1]], "W_down": [[1], [1]]}, "not a rational"),
+    ({"W_up": [[True, 1]], "W_down": [[1], [1]]}, "true is not a number"),
+    ({"W_up": [[None, 1]], "W_down": [[1], [1]]}, "null is not a number"),
+    ({"W_up": None, "W_down": [[1], [1]]}, "W_up: null is not a number"),
     ({"W_up": [[10**400, 1]], "W_down": [[1], [1]]}, "too large"),
-    ({"W_up": [[1e308 * 10, 1]], "W_down": [[1], [1]]}, "NaN or Inf"),
+    ({"W_up": [[1e308 * 10, 1]], "W_down": [[1], [1]]}, "NaN and Infinity are refused"),
+    ({"W_up": [[1, [2]]], "W_down": [[1], [1]]}, "more than 2 dimensions"),
+    ({"W_up": [[1, 2], 3], "W_down": [[1], [1]]}, "mixes numbers and lists"),
     ({"W_up": [], "W_down": []}, "matrix"),
     ({"W_up": [[]], "W_down": [[]]}, "zero size"),
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "W_gate": [[1, 1]]}, "not gated"),
@@ -79,7 +89,18 @@ JSON_ERRORS = [
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [1]}, "index >= n"),
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [-1]}, "non-negative"),
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "Y": [[1]]}, "Y has shape"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [0.0]}, "non-negative integers"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [True]}, "non-negative integers"),
     ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "other/2"}, "format"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "activation": "relu"}, "belongs to format"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "absorb-check/2", "S": [0],
+      "activation": "tanh"}, "activation must be one of relu, gelu"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "absorb-check/2",
+      "activation": "relu"}, "needs S or Y"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "absorb-check/1", "S": [0],
+      "b_up": [1]}, "no biases"),
+    ({"W_up": [[1, 2]], "W_down": [[1], [1]], "format": "absorb-check/2", "S": [0],
+      "activation": "relu", "W_gate": [[1, 2]]}, "unexpected keys W_gate"),
     ([1, 2], "expected a JSON object"),
 ]
 
@@ -156,3 +177,100 @@ def test_singular_skip_and_checker_keys_are_read(write_json: Callable[..., Path]
     assert block.exact is not None and block.A_skip is not None
     assert extra.S == (0,) and extra.Y is None
 
+
+
+TEXT_ERRORS = [
+    ('{"W_up": [[1, 2]], "W_down": [[1], [1]], "W_up": [[3, 4]]}', "duplicate key 'W_up'"),
+    ('{"W_up": [[1, 2]], "W_down": [[1], [1]], "S": [0], "Y": {"a": 1, "a": 2}}',
+     "duplicate key 'a'"),
+    ('{"W_up": [[1, 2]], "W_down": [[1], [NaN]]}', "NaN is not a number"),
+    ('{"W_up": [[1, 2]], "W_down": [[1], [-Infinity]]}', "-Infinity is not a number"),
+    ('{"W_up": [[1, 2e4097]], "W_down": [[1], [1]]}',
+     r"exponent beyond ±4096 \(line 1 column 15\)"),
+    ('{"W_up": [[1, 2]], "W_down": [[1], [1' + "0" * 5000 + ']]}', "run of 5001 digits"),
+    ('{"W_up": [[1, 2]], "W_down": [[1], ["1/' + "7" * 5000 + '"]]}', "run of 5000 digits"),
+    ('{"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": ' + "[" * 100_000 + "]" * 100_000
+     + "}", "nested too deeply"),
+    ('{"W_up": [[1, 2]], "W_down": [[1], [1]], "A_skip": ' + "[" * 500 + "1" + "]" * 500
+     + "}", "more than 2 dimensions"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), TEXT_ERRORS,
+                         ids=[m for _, m in TEXT_ERRORS])
+def test_bad_json_text_is_a_one_line_error(text: str, message: str, tmp_path: Path) -> None:
+    (tmp_path / "w.json").write_text(text)
+    with pytest.raises(AbsorbError, match=message) as info:
+        load_block(tmp_path / "w.json", RELU)
+    assert "\n" not in str(info.value) and str(info.value).startswith(str(tmp_path))
+
+
+def test_huge_but_legal_literals_are_exact(tmp_path: Path) -> None:
+    """Exponents up to ±4096 and 4096-digit runs are read exactly (no float on the way)."""
+    (tmp_path / "w.json").write_text(
+        '{"W_up": [[1e-4096, 2]], "W_down": [[-0.000], ["-' + "9" * 4096 + "/1"
+        + "0" * 4095 + '"]],'
+        ' "A_skip": [[1.5e+0001, 0], [0, 1E-0]]}')
+    block = load_block(tmp_path / "w.json", RELU)
+    assert block.exact is not None and block.exact.A_skip is not None
+    assert block.exact.W_up[0, 0] == Fraction(1, 10**4096)
+    assert block.exact.W_down[1, 0] == -Fraction(10**4096 - 1, 10**4095)
+    assert list(block.exact.A_skip[0]) == [15, 0] and block.exact.A_skip[1, 1] == 1
+    assert block.W_up[0, 0] == 0.0  # the float view rounds; the exact one does not
+
+
+def test_checker_file_must_name_the_activation_it_is_checked_with(
+        write_json: Callable[..., Path]) -> None:
+    from absorb.weights import load_check_input
+
+    path = write_json({"format": "absorb-check/2", "activation": "gelu", "W_up": [[1, 2]],
+                       "W_down": [[1], [1]], "S": [0]})
+    assert load_check_input(path, get_activation("gelu"))[1].activation == "gelu"
+    with pytest.raises(AbsorbError, match="for activation gelu, not relu"):
+        load_check_input(path, RELU)
+
+
+CONFORMANCE = Path(__file__).parent / "conformance"
+VECTORS = sorted(p for p in CONFORMANCE.glob("*.json") if not p.name.endswith(".expected.json"))
+
+
+def test_there_are_conformance_vectors_of_both_outcomes() -> None:
+    outcomes = [json.loads(p.with_suffix(".expected.json").read_text())["accepted"]
+                for p in VECTORS]
+    assert outcomes.count(True) >= 10 and outcomes.count(False) >= 20
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[p.stem for p in VECTORS])
+def test_conformance_vector(vector: Path) -> None:
+    """The shared vectors (docs/DESIGN.md, "Weights files"): the Python reader of the checker's
+    format accepts or refuses each document as its ``.expected.json`` says (the Lean checker is
+    held to the same files)."""
+    expected = json.loads(vector.with_suffix(".expected.json").read_text())
+    assert set(expected) <= {"accepted", "reason", "checker"}
+    if expected["accepted"]:
+        doc = read_check_document(vector.read_text(), vector.name)
+        assert doc.weights["W_up"].shape == (doc.n, doc.d)
+        assert all(isinstance(x, Fraction) for M in doc.weights.values() for x in M.flat)
+        return
+    with pytest.raises(AbsorbError) as info:
+        read_check_document(vector.read_text(), vector.name)
+    message = str(info.value)
+    assert "\n" not in message and expected["reason"].lower() in message.lower(), message
+
+
+def test_conformance_values_are_exact() -> None:
+    """What the accepted vectors denote, entry by entry (no float on the way)."""
+    def entry(name: str) -> Fraction:
+        doc = read_check_document((CONFORMANCE / f"{name}.json").read_text())
+        return Fraction(doc.weights["W_down"][0, 2])
+
+    assert entry("accept_1e-400") == Fraction(1, 10**400)
+    assert entry("accept_1e4096") == 10**4096
+    assert entry("accept_1E-4096_signed") == Fraction(-1, 4 * 10**4095)
+    assert entry("accept_exponent_leading_zeros") == 10**4096
+    assert entry("accept_string_p_q") == Fraction(-22, 7)
+    assert entry("accept_4096_digit_integer") == 10**4096 - 1
+    doc = read_check_document((CONFORMANCE / "accept_exact_decimals.json").read_text())
+    assert doc.weights["W_down"][0, 2] == Fraction(1, 10)
+    assert list(doc.weights["A_skip"].flat) == [Fraction(5, 4), Fraction(-1, 2), 3, 100]
+    assert doc.S == (0, 1) and doc.Y is None and doc.activation == "relu"

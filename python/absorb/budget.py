@@ -12,6 +12,7 @@ refused when even that optimistic time exceeds :data:`MAX_SECONDS`.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,16 +47,31 @@ class Cost:
         return Cost(max(self.bytes, other.bytes), self.flops + other.flops)
 
 
-def available_memory() -> int:
-    """Bytes the process may allocate: ``$ABSORB_MAX_MEMORY`` (bytes) when set, else
-    ``MemAvailable`` from /proc/meminfo where it exists, else the physical memory
-    (``os.sysconf``), else 4 GiB."""
+def memory_cap() -> int | None:
+    """``$ABSORB_MAX_MEMORY`` as a positive whole number of bytes (``8000000000`` or ``8e9``),
+    None when unset; any other value (``-5``, ``0``, ``abc``, ``1e400``, ``1.5``) is refused
+    with :class:`AbsorbError`, so that a cap the user meant to set is never silently ignored
+    or turned into a crash."""
     cap = os.environ.get(MEMORY_ENV)
+    if cap is None:
+        return None
+    try:
+        value = float(cap)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise AbsorbError(f"${MEMORY_ENV}={cap!r} is not a positive whole number of bytes "
+                          "(e.g. 8000000000 or 8e9)")
+    return int(value)
+
+
+def available_memory() -> int:
+    """Bytes the process may allocate: ``$ABSORB_MAX_MEMORY`` (:func:`memory_cap`) when set,
+    else ``MemAvailable`` from /proc/meminfo where it exists, else the physical memory
+    (``os.sysconf``), else 4 GiB."""
+    cap = memory_cap()
     if cap is not None:
-        try:
-            return int(float(cap))
-        except ValueError:
-            raise AbsorbError(f"${MEMORY_ENV}={cap!r} is not a number of bytes") from None
+        return cap
     try:
         for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
             if line.startswith("MemAvailable:"):

@@ -25,7 +25,7 @@ import numpy as np
 
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
-from absorb.budget import Cost, require, search_cost
+from absorb.budget import Cost, memory_cap, require, search_cost
 from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
 from absorb.errors import (
     EXIT_BAD_INPUT,
@@ -36,6 +36,7 @@ from absorb.errors import (
     AbsorbError,
     ToolMissing,
 )
+from absorb.files import ensure_writable_folder
 from absorb.project import lean_root
 from absorb.rationals import RationalMatrix
 from absorb.weights import CheckerKeys
@@ -384,7 +385,7 @@ def cmd_verify(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
 def cmd_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     from absorb.report import write_report
 
-    out = Path(args.out)
+    out = ensure_writable_folder(args.out)  # before the minutes of work, not after them
     try:  # the tree `absorb audit` would read here; without one, formal status "not checked"
         root: Path | None = lean_root(args.root)
     except AbsorbError:
@@ -566,12 +567,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(message: str, code: int, wants_json: bool) -> int:
+    """Report an error the command line expects: one line ``error: …`` on stderr and, under
+    ``--json``, one JSON object on stdout, so that a script always has an answer to parse."""
+    if wants_json:
+        sys.stdout.write(json.dumps({"error": message, "exit": code}) + "\n")
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (see the module docstring)."""
-    wants_json = False
+    # before parsing succeeds, --json anywhere on the line is what the user asked for
+    wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
         wants_json = bool(args.json)
+        memory_cap()  # a bad $ABSORB_MAX_MEMORY is refused up front, whatever the command
         result, lines = args.run(args)
         if args.json:
             write_json(result, sys.stdout)
@@ -586,8 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
     except AbsorbError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _fail(str(exc), EXIT_BAD_INPUT, wants_json)
     except ToolMissing as exc:
         # A missing tool is still an answer a script must be able to parse under --json.
         if wants_json:
@@ -604,8 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except MemoryError as exc:
         detail = f" ({exc})" if str(exc) else ""
-        print(f"error: out of memory{detail}; try smaller sizes", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _fail(f"out of memory{detail}; try smaller sizes", EXIT_BAD_INPUT, wants_json)
     except Exception as exc:
         print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL

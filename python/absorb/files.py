@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+from absorb.errors import AbsorbError
+
 
 def write_atomic(path: str | Path, data: str | bytes, *, mode: int = 0o644) -> Path:
     """Write ``data`` (text as UTF-8) to ``path``: either the old file stays or the new one
@@ -36,6 +38,36 @@ def write_atomic(path: str | Path, data: str | bytes, *, mode: int = 0o644) -> P
             os.unlink(tmp)
         raise
     return path
+
+
+def _probe(folder: Path) -> None:
+    """Create and remove a file in ``folder``: the only reliable test of writability (the
+    permission bits say nothing for root, a read-only mount or a full quota)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".absorb-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise AbsorbError(f"{folder}: cannot write there ({exc.strerror or exc}); nothing "
+                          "was computed or written") from None
+
+
+def ensure_writable_folder(out: str | Path) -> Path:
+    """Refuse, before any work, an output folder ``out`` that cannot be written: ``out`` must
+    be a folder or not exist yet; the folders a writer touches (``out`` itself when it exists,
+    and the parent where a temporary folder is made and renamed into place — its nearest
+    existing ancestor when the parent is still to be created) must accept a new file."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise AbsorbError(f"{out} exists and is not a folder")
+    parent = out.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise AbsorbError(f"{parent} is not a folder; cannot create {out} inside it")
+    for folder in ([out] if out.is_dir() else []) + [parent]:
+        _probe(folder)
+    return out
 
 
 @contextlib.contextmanager

@@ -2,13 +2,15 @@
 
 Keys: ``W_up`` (n×d), ``W_down`` (d×n), ``W_gate`` (n×d, gated activations only), and the
 optional ``b_up`` (n), ``b_down`` (d), ``A_skip`` (d×d; any matrix for one block). A ``.json``
-file may also be in the Lean checker's format: ``format`` ("absorb-check/2") and an index set
-``S`` to check first or a dual certificate ``Y`` (:func:`load_check_input`).
+file may also be in the Lean checker's format: ``format`` ("absorb-check/2", with the
+``activation``; older files "absorb-check/1") and an index set ``S`` to check first or a dual
+certificate ``Y`` (:func:`load_check_input`, :func:`read_check_document`).
 
-``.json`` entries are numbers or exact rationals written as strings (``"p/q"``, ``"-3"``,
-``"0.25"``). A file is read in exact arithmetic when it contains a string entry or only
-integers; then every entry becomes a ``fractions.Fraction`` (a JSON float by the decimal it is
-written as) and the block carries the rational originals in ``Block.exact``.
+``.json`` entries follow the number grammar shared with the Lean checker
+(:mod:`absorb.numbers`): a number literal is the exact rational it spells (``0.1`` is 1/10,
+``1e-400`` is 10⁻⁴⁰⁰) and a string is ``"p/q"`` or ``"p"``. A JSON block is therefore always
+exact: it carries its rational originals in ``Block.exact`` beside the float arrays (each entry
+rounded to nearest), so exact input never passes through float on the way to the verdict.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from absorb.activations import Activation
 from absorb.blocks import Array, Block, ExactWeights, ObjectArray
 from absorb.errors import AbsorbError
+from absorb.numbers import entry, loads
 
 KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_down", "A_skip")
 REQUIRED = ("W_up", "W_down")
@@ -37,7 +41,6 @@ MAX_ENTRIES = 1 << 28  # per array: 2^28 float64 entries are 2 GiB
 # (the reduction theorem) would lose every significant digit of the double-precision weights.
 MAX_CONDITION = 1e12
 
-Scalar = int | float | Fraction
 # zipfile signals damaged or unsupported archives through many types (encryption is a
 # RuntimeError, unknown compression or zip version a NotImplementedError, bad deflate data
 # zlib.error): every one of them means "not a readable .npz file".
@@ -64,131 +67,212 @@ def rational_rank(M: ObjectArray) -> int:
     return rank
 
 
-def _scalar(value: object, key: str) -> Scalar:
-    if isinstance(value, bool):
-        raise AbsorbError(f"{key}: non-numeric entry {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not np.isfinite(value):
-            raise AbsorbError(f"{key} contains NaN or Inf")
-        return value
-    if isinstance(value, str):
-        try:
-            return Fraction(value.strip())
-        except (ValueError, ZeroDivisionError):
-            raise AbsorbError(f"{key}: {value!r} is not a number or a rational 'p/q'") from None
-    raise AbsorbError(f"{key}: non-numeric entry {value!r}")
+def _row(value: list[object], where: str) -> list[Fraction]:
+    """The entries of one innermost list; on a refusal, the message names the exact entry."""
+    try:
+        return [entry(v, where) for v in value]
+    except AbsorbError:
+        for j, v in enumerate(value):
+            entry(v, f"{where}[{j}]")
+        raise
 
 
-def _nested(value: object, key: str, depth: int = 0) -> tuple[tuple[int, ...], list[Scalar]]:
-    """Shape and row-major entries of a JSON scalar, vector or matrix (rectangular only)."""
+def _nested(value: object, key: str) -> tuple[tuple[int, ...], list[Fraction]]:
+    """Shape and row-major exact entries of a JSON scalar, vector or matrix (rectangular only;
+    nesting beyond a matrix is refused)."""
     if not isinstance(value, list):
-        return (), [_scalar(value, key)]
-    if depth == 2:
-        raise AbsorbError(f"{key} has more than 2 dimensions")
-    parts = [_nested(v, key, depth + 1) for v in value]
-    shapes = {shape for shape, _ in parts}
-    if len(shapes) > 1:
+        return (), [entry(value, key)]
+    if not any(isinstance(v, list) for v in value):
+        return (len(value),), _row(value, key)
+    if not all(isinstance(v, list) for v in value):
+        raise AbsorbError(f"{key} mixes numbers and lists")
+    rows = cast(list[list[object]], value)
+    if any(isinstance(x, list) for row in rows for x in row):
+        raise AbsorbError(f"{key} is nested deeper than a matrix (more than 2 dimensions)")
+    if len({len(row) for row in rows}) > 1:
         raise AbsorbError(f"{key} is ragged (rows of different lengths)")
-    inner = shapes.pop() if shapes else ()
-    return (len(value), *inner), [x for _, flat in parts for x in flat]
+    flat = [x for i, row in enumerate(rows) for x in _row(row, f"{key}[{i}]")]
+    return (len(rows), len(rows[0])), flat
 
 
-Parsed = dict[str, tuple[tuple[int, ...], list[Scalar]]]
+Parsed = dict[str, tuple[tuple[int, ...], list[Fraction]]]
 
 
 def parse_json_block(data: object, where: str) -> Parsed:
-    """Shapes and entries of one block's JSON object (key rules of :func:`_check_keys`)."""
+    """Shapes and exact entries of one block's JSON object (key rules of :func:`_check_keys`)."""
     if not isinstance(data, dict):
         raise AbsorbError(f"{where}: expected a JSON object with keys {', '.join(KEYS)}")
     _check_keys(where, data.keys())
-    return {k: _nested(v, k) for k, v in data.items()}
+    try:
+        return {k: _nested(v, k) for k, v in data.items()}
+    except AbsorbError as exc:
+        raise AbsorbError(f"{where}: {exc}") from None
 
 
-def json_is_exact(blocks: list[Parsed]) -> bool:
-    """Exact arithmetic when some entry is a string rational, or every entry is an integer."""
-    entries = [x for parsed in blocks for _, flat in parsed.values() for x in flat]
-    return all(isinstance(x, int) for x in entries) or any(
-        isinstance(x, Fraction) for x in entries
-    )
-
-
-def json_arrays(parsed: Parsed, exact: bool
-                ) -> tuple[dict[str, Array], dict[str, ObjectArray] | None]:
-    """Float arrays, and with ``exact`` the rational originals, of one parsed block."""
+def json_arrays(parsed: Parsed) -> tuple[dict[str, Array], dict[str, ObjectArray]]:
+    """Float arrays (each entry rounded to nearest) and the exact rational originals of one
+    parsed block: a JSON document always denotes exact rationals (:mod:`absorb.numbers`)."""
     floats: dict[str, Array] = {}
     rationals: dict[str, ObjectArray] = {}
     for k, (shape, flat) in parsed.items():
-        if exact:
-            # repr of a float is the shortest decimal that reads back to it: the number as written
-            q = [x if isinstance(x, Fraction) else Fraction(repr(x)) for x in flat]
-            rationals[k] = np.array(q, dtype=object).reshape(shape)
+        rationals[k] = np.array(flat, dtype=object).reshape(shape)
         try:
             floats[k] = np.array([float(x) for x in flat], dtype=np.float64).reshape(shape)
         except OverflowError:
             raise AbsorbError(f"{k}: an entry is too large for double precision") from None
-    return floats, (rationals if exact else None)
+    return floats, rationals
 
 
 def read_json_data(path: Path) -> object:
-    """The decoded JSON document of ``path`` (bad UTF-8 or JSON: AbsorbError)."""
+    """The JSON document of ``path`` decoded under the number grammar (:func:`absorb.numbers.loads`;
+    bad UTF-8, JSON or numbers: AbsorbError naming the file)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AbsorbError(f"{path}: not valid JSON ({exc})") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise AbsorbError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        return loads(text)
+    except AbsorbError as exc:
+        raise AbsorbError(f"{path}: {exc}") from None
+
+
+#: The Lean checker's formats: /2 records the activation and allows biases; /1 (older files)
+#: holds an ungated block without them.
+CHECKER_FORMATS = ("absorb-check/1", "absorb-check/2")
+CHECKER_FORMAT = CHECKER_FORMATS[-1]
+#: The activations whose theorem chain the Lean library can justify (absorb-check/2).
+CHECKER_ACTIVATIONS = ("relu", "gelu")
 
 
 @dataclass(frozen=True)
 class CheckerKeys:
-    """The keys of the Lean checker's format beside the weights (``absorb-check/2``): an index
-    set ``S`` to check first, or a dual certificate ``Y`` (exact rationals)."""
+    """The keys of the Lean checker's format beside the weights: the ``activation`` it records
+    (absorb-check/2), an index set ``S`` to check first, or a dual certificate ``Y``."""
 
     S: tuple[int, ...] | None = None
     Y: ObjectArray | None = None
+    activation: str | None = None
 
 
-CHECKER_FORMAT = "absorb-check/2"
-#: Formats read: /2 adds ``activation`` ("relu" | "gelu"), ``b_up`` and ``b_down``.
-CHECKER_FORMATS = ("absorb-check/1", CHECKER_FORMAT)
+def _index_set(S_raw: object, where: str) -> tuple[int, ...]:
+    if not isinstance(S_raw, list) or not all(
+            type(i) is int and i >= 0 for i in S_raw):  # bool and Fraction are not indices
+        raise AbsorbError(f"{where}: S must be a list of non-negative integers")
+    if len(set(S_raw)) != len(S_raw):
+        raise AbsorbError(f"{where}: S repeats an index")
+    return tuple(cast(list[int], S_raw))
 
 
-def _checker_keys(data: dict[str, object], path: Path) -> CheckerKeys:
-    """Remove and validate ``format``, ``activation``, ``S`` and ``Y`` from a JSON weights
-    object (the activation is given on the command line; the file's must be a checker one)."""
-    fmt = data.pop("format", CHECKER_FORMAT)
-    if fmt not in CHECKER_FORMATS:
-        raise AbsorbError(f"{path}: format {fmt!r} is not one of {CHECKER_FORMATS}")
-    if fmt == CHECKER_FORMAT and data.pop("activation", "relu") not in ("relu", "gelu"):
-        raise AbsorbError(f"{path}: activation must be \"relu\" or \"gelu\"")
-    S_raw, Y_raw = data.pop("S", None), data.pop("Y", None)
-    if S_raw is not None and Y_raw is not None:
-        raise AbsorbError(f"{path}: give S or Y, not both")
-    S = None
-    if S_raw is not None:
-        if not isinstance(S_raw, list) or not all(
-                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in S_raw):
-            raise AbsorbError(f"{path}: S must be a list of non-negative integers")
-        if len(set(S_raw)) != len(S_raw):
-            raise AbsorbError(f"{path}: S repeats an index")
-        S = tuple(S_raw)
+def _checker_keys(data: dict[str, object], where: str) -> CheckerKeys:
+    """Remove and validate ``format``, ``activation``, ``S`` and ``Y`` from a JSON object.
+
+    Without ``format`` (a plain weights file) S or Y may be given; absorb-check/2 requires
+    ``activation`` and exactly one of them (checked in :func:`read_check_document`)."""
+    fmt = data.pop("format", None)
+    if fmt is not None and fmt not in CHECKER_FORMATS:
+        raise AbsorbError(f"{where}: format {fmt!r} is not one of {', '.join(CHECKER_FORMATS)}")
+    if fmt == "absorb-check/2" and "activation" not in data:
+        raise AbsorbError(f"{where}: format {CHECKER_FORMAT!r} needs the key activation")
+    activation = data.pop("activation", None)
+    if fmt == "absorb-check/2":
+        if activation not in CHECKER_ACTIVATIONS:
+            got = json.dumps(activation, default=str)
+            raise AbsorbError(f"{where}: activation must be one of "
+                              f"{', '.join(CHECKER_ACTIVATIONS)}, got {got}")
+    elif activation is not None:
+        raise AbsorbError(f"{where}: the key activation belongs to format {CHECKER_FORMAT!r}")
+    elif fmt is not None and any(k in data for k in ("b_up", "b_down")):
+        raise AbsorbError(f"{where}: format {fmt!r} has no biases")
+    if fmt is not None and "W_gate" in data:
+        raise AbsorbError(f"{where}: unexpected keys W_gate (format {fmt!r} holds ungated "
+                          "blocks)")
+    has_S, has_Y = "S" in data, "Y" in data
+    if has_S and has_Y:
+        raise AbsorbError(f"{where}: give S or Y, not both")
+    if fmt == "absorb-check/2" and not (has_S or has_Y):
+        raise AbsorbError(f"{where}: format {CHECKER_FORMAT!r} needs S or Y")
+    S = _index_set(data.pop("S"), where) if has_S else None
     Y = None
-    if Y_raw is not None:
-        shape, flat = _nested(Y_raw, "Y")
+    if has_Y:
+        try:
+            shape, flat = _nested(data.pop("Y"), "Y")
+        except AbsorbError as exc:
+            raise AbsorbError(f"{where}: {exc}") from None
         if len(shape) != 2:
-            raise AbsorbError(f"{path}: Y must be a d x d matrix")
-        q = [x if isinstance(x, Fraction) else Fraction(repr(x)) if isinstance(x, float)
-             else Fraction(x) for x in flat]
-        Y = np.array(q, dtype=object).reshape(shape)
-    return CheckerKeys(S, Y)
+            raise AbsorbError(f"{where}: Y must be a d x d matrix")
+        Y = np.array(flat, dtype=object).reshape(shape)
+    return CheckerKeys(S, Y, activation)
 
 
-def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray] | None,
-                                    CheckerKeys]:
+def check_shapes(parsed: Parsed, keys: CheckerKeys, where: str) -> tuple[int, int]:
+    """(d, n) of a parsed block after the shape rules: W_up n×d (n, d ≥ 1), W_down and W_gate
+    to match, b_up (n), b_down (d), A_skip and Y d×d, indices of S below n."""
+    up = parsed["W_up"][0]
+    if len(up) != 2:
+        raise AbsorbError(f"{where}: W_up must be a matrix (n x d), got {len(up)} dimensions")
+    n, d = up
+    if n == 0 or d == 0:
+        raise AbsorbError(f"{where}: W_up has a zero size ({n}x{d}); need n >= 1 and d >= 1")
+    want = {"W_down": (d, n), "W_gate": (n, d), "b_up": (n,), "b_down": (d,),
+            "A_skip": (d, d)}
+    shapes = {k: shape for k, (shape, _) in parsed.items()}
+    if keys.Y is not None:
+        shapes["Y"] = keys.Y.shape
+        want["Y"] = (d, d)
+    for k, shape in shapes.items():
+        if k in want and shape != want[k]:
+            raise AbsorbError(f"{where}: {k} has shape {'x'.join(map(str, shape)) or 'scalar'},"
+                              f" expected {'x'.join(map(str, want[k]))}")
+    if keys.S is not None and any(i >= n for i in keys.S):
+        raise AbsorbError(f"{where}: S holds an index >= n = {n}")
+    return d, n
+
+
+@dataclass(frozen=True)
+class CheckDocument:
+    """A document of the Lean checker's format absorb-check/2, every entry an exact rational:
+    the ``activation``, the weights (``W_up``, ``W_down``, optional ``A_skip`` — absent is the
+    identity —, ``b_up``, ``b_down``) and exactly one of ``S`` and ``Y``."""
+
+    activation: str
+    weights: dict[str, ObjectArray]
+    S: tuple[int, ...] | None
+    Y: ObjectArray | None
+    d: int
+    n: int
+
+
+def read_check_document(text: str, where: str = "document") -> CheckDocument:
+    """Decode and validate an absorb-check/2 document exactly as the Lean checker does (same
+    number grammar, same refusals); no entry passes through float."""
+    try:
+        data = loads(text)
+    except AbsorbError as exc:
+        raise AbsorbError(f"{where}: {exc}") from None
+    if not isinstance(data, dict):
+        raise AbsorbError(f"{where}: expected a JSON object")
+    if data.get("format") != CHECKER_FORMAT:
+        raise AbsorbError(f"{where}: format must be {CHECKER_FORMAT!r}, got "
+                          f"{json.dumps(data.get('format'), default=str)}")
+    data = dict(data)
+    keys = _checker_keys(data, where)
+    parsed = parse_json_block(data, where)
+    d, n = check_shapes(parsed, keys, where)
+    weights = {k: np.array(flat, dtype=object).reshape(shape)
+               for k, (shape, flat) in parsed.items()}
+    assert keys.activation is not None  # absorb-check/2 requires it (_checker_keys)
+    return CheckDocument(keys.activation, weights, keys.S, keys.Y, d, n)
+
+
+def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray], CheckerKeys]:
     data = read_json_data(path)
-    extra = _checker_keys(data, path) if isinstance(data, dict) else CheckerKeys()
+    keys = CheckerKeys()
+    if isinstance(data, dict):
+        data = dict(data)
+        keys = _checker_keys(data, str(path))
     parsed = parse_json_block(data, str(path))
-    return (*json_arrays(parsed, json_is_exact([parsed])), extra)
+    check_shapes(parsed, keys, str(path))
+    return (*json_arrays(parsed), keys)
 
 
 def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.generic]]]:
@@ -290,7 +374,8 @@ def block_from_arrays(floats: dict[str, Array], rationals: dict[str, ObjectArray
 def load_check_input(path: str | Path, activation: Activation) -> tuple[Block, CheckerKeys]:
     """The skip block stored in ``path`` (``.npz`` or ``.json``) with the given activation,
     and the checker keys ``S``/``Y`` of a JSON file (a singular skip matrix is accepted: the
-    theorems that need more than A ≠ 0 say so in the verdict)."""
+    theorems that need more than A ≠ 0 say so in the verdict). A checker file that records
+    its activation must record the given one."""
     path, suffix = checked_path(path)
     try:
         if suffix == ".json":
@@ -299,12 +384,10 @@ def load_check_input(path: str | Path, activation: Activation) -> tuple[Block, C
             floats, rationals, extra = read_npz(path), None, CheckerKeys()
     except PermissionError:
         raise AbsorbError(f"{path}: permission denied") from None
-    block = block_from_arrays(floats, rationals, activation, invertible_skip=False)
-    if extra.S is not None and any(i >= block.n for i in extra.S):
-        raise AbsorbError(f"{path}: S holds an index >= n = {block.n}")
-    if extra.Y is not None and extra.Y.shape != (block.d, block.d):
-        raise AbsorbError(f"{path}: Y has shape {extra.Y.shape}, expected {(block.d, block.d)}")
-    return block, extra
+    if extra.activation is not None and extra.activation != activation.name:
+        raise AbsorbError(f"{path}: the file is for activation {extra.activation}, not "
+                          f"{activation.name}")
+    return block_from_arrays(floats, rationals, activation, invertible_skip=False), extra
 
 
 def load_block(path: str | Path, activation: Activation) -> Block:

@@ -1,10 +1,8 @@
 """Stack weights files: every bad-input rule of single blocks, applied layer by layer.
 
 * ``.json``: ``{"layers": [block, block, …]}``, each block an object in the single-block format
-  (``W_up``, ``W_down``, optional ``b_up``, ``b_down``, ``A_skip``; numbers or ``"p/q"``). The
-  file is read in exact arithmetic when some entry anywhere is a string rational or every entry
-  is an integer (the single-block rule, over the whole file): then every layer carries its
-  rational originals.
+  (``W_up``, ``W_down``, optional ``b_up``, ``b_down``, ``A_skip``; entries under the number
+  grammar of :mod:`absorb.numbers`, so every layer carries its exact rational originals).
 * ``.npz``: the single-block keys suffixed by the layer index, ``W_up_0``, ``W_down_0``,
   ``W_up_1``, …; layers 0..L−1 without gaps, each with ``W_up_l`` and ``W_down_l``.
 
@@ -27,7 +25,6 @@ from absorb.weights import (
     block_from_arrays,
     checked_path,
     json_arrays,
-    json_is_exact,
     parse_json_block,
     read_json_data,
     read_npz,
@@ -109,11 +106,10 @@ def _load_json(path: Path, activation: Activation) -> list[Block]:
             parsed.append(parse_json_block(layer, where))
         except AbsorbError as exc:
             raise (exc if str(exc).startswith(where) else _with_layer(ell, exc)) from None
-    exact = json_is_exact(parsed)
     blocks = []
     for ell, p in enumerate(parsed):
         try:
-            blocks.append(block_from_arrays(*json_arrays(p, exact), activation))
+            blocks.append(block_from_arrays(*json_arrays(p), activation))
         except AbsorbError as exc:
             raise _with_layer(ell, exc) from None
     return blocks
