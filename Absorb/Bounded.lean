@@ -5,6 +5,8 @@ import Absorb.Parity
 import Absorb.BiasBlowup
 import Absorb.Necessary
 import Mathlib.Algebra.Order.BigOperators.Group.Finset
+import Mathlib.Tactic.Linarith
+import Mathlib.Tactic.PushNeg
 
 /-!
 # Bounded activations cannot absorb a skip

@@ -5,6 +5,8 @@ import Absorb.BiasBlowup
 import Absorb.Necessary
 import Mathlib.Data.Matrix.Rank
 import Mathlib.Algebra.Order.BigOperators.Group.Finset
+import Mathlib.Data.Fintype.Sum
+import Mathlib.Tactic.Linarith
 
 /-!
 # A residual-free first layer narrower than `2 d` cannot reproduce an invertible skip block
