@@ -3,6 +3,7 @@ import Absorb.Activations
 import Absorb.Degree
 import Absorb.Parity
 import Mathlib.Analysis.SpecialFunctions.Log.Basic
+import Mathlib.Topology.Order.Basic
 
 /-!
 # Blowing up the biases: from biased blocks to bias-free ReLU blocks
