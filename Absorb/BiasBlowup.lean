@@ -13,6 +13,7 @@ import Mathlib.Tactic.LinearCombination
 import Mathlib.Tactic.Ring
 import Mathlib.Tactic.NormNum
 import Mathlib.Tactic.NormNum.OfScientific
+import Mathlib.Topology.Order.Basic
 
 /-!
 # Blowing up the biases: from biased blocks to bias-free ReLU blocks

@@ -6,6 +6,7 @@ import Absorb.Necessary
 import Mathlib.Data.Matrix.Rank
 import Mathlib.Algebra.Order.BigOperators.Group.Finset
 import Mathlib.LinearAlgebra.Matrix.NonsingularInverse
+import Mathlib.Data.Fintype.Sum
 import Mathlib.Tactic.Linarith
 
 /-!
