@@ -29,7 +29,8 @@ library's theorems: **index_set_sufficient** (`Absorb.ungatedMap_signFlip`,
 
 * `Absorb.Checker.absorbable_of_verdict_eq_absorbed` : `"absorbed"` gives the residual-free
   block (the sign-flipped weights), for every odd-part-linear `σ`, with or without biases.
-* `Absorb.Checker.not_absorbable_relu_of_verdict`, `Absorb.Checker.not_absorbable_geluWith_of_verdict`,
+* `Absorb.Checker.not_absorbable_relu_of_verdict`,
+  `Absorb.Checker.not_absorbable_geluWith_of_verdict`,
   `Absorb.Checker.not_absorbable_biased_of_verdict` : `"not_absorbable"` proves that the ReLU,
   GELU (`geluWith Φ`) and biased (any `σ` ReLU at infinity) skip blocks of the file's weights
   are not absorbable by residual-free blocks of the same kind and width.
