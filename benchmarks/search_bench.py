@@ -98,7 +98,7 @@ def _cell(hit: float | None, best: float, spent: float, runs: int) -> str:
 
 
 def bench_search(quick: bool) -> Any:
-    from run import Table  # benchmarks/run.py, on the path when either script runs
+    from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
     budget_lm, budget_adam = (60.0, 30.0) if quick else (240.0, 45.0)
     table = Table(
