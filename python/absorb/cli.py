@@ -246,6 +246,7 @@ def tol_type(text: str) -> float:
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    from absorb.search.evidence import fit_evidence
     from absorb.stacks import commands as stack_commands
     from absorb.theory import decide, given_certificate
 
@@ -257,8 +258,9 @@ def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
                (("certificate", args.certificate_out), ("lean", args.export_lean)) if path}
     block, keys = _loaded(args)
     _require_decidable(block)
-    verdict = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search,
-                     tol=args.tol, candidate=None if keys is None else keys.S)
+    verdict = decide(block, rng=np.random.default_rng(args.seed),
+                     search=None if args.no_search else fit_evidence, tol=args.tol,
+                     candidate=None if keys is None else keys.S)
     result = verdict.to_json()
     lines = verdict.text_lines()
     if keys is not None and keys.Y is not None:

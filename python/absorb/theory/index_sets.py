@@ -32,6 +32,7 @@ from absorb.certificates.rounding import (
 from absorb.errors import AbsorbError
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.common import (
+    SearchEvidence,
     absorbing_block,
     evidence,
     exact_absorbing_weights,
@@ -326,7 +327,7 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
 EXACT_RANK_MAX_D = 128
 
 
-def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
+def decide_index_set(block: Block, rng: np.random.Generator, search: SearchEvidence,
                      subject: Subject, tol: float | None,
                      candidate: Sequence[int] | None) -> Verdict:
     """The verdict of an odd-part-linear ungated block with A ≠ 0 (see the module docstring)."""
@@ -352,7 +353,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
                      unmet: Sequence[str] = ()) -> Undetermined:
         return Undetermined(subject=subject, reason=reason, unmet_hypotheses=tuple(unmet),
                             details={**details, "certificate": cert,
-                                     "search": evidence(block, rng, run_search)})
+                                     "search": evidence(block, rng, search)})
 
     if result.status == "found":
         assert result.S is not None  # "found" always carries S (certificates' contract)
