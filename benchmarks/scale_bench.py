@@ -38,8 +38,9 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from absorb.budget import human_bytes
-from absorb.checkpoints import inspect_checkpoint, matmul_rate
+from absorb.checkpoints import matmul_rate
 from absorb.checkpoints.writing import save_bf16
+from absorb.scan.inspect import inspect_checkpoint
 
 FULL, QUICK = (4096, 16384), (1024, 4096)
 # GEMM side for the machine's rate: large enough to run at the BLAS's full speed.

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from absorb.activations import get_activation
-from absorb.blocks import Block, random_block
+from absorb.blocks import Block, planted_block, random_block
 from absorb.certificates import relaxation
-from absorb.search import fit_residual_free, planted_block
+from absorb.search import fit_residual_free
 
 TARGET = 1e-8
 SCALES = (0.01, 1.0, 100.0)

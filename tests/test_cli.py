@@ -192,7 +192,7 @@ def test_internal_errors_exit_1_in_one_line(cli: Cli, monkeypatch: pytest.Monkey
 
 
 def test_non_finite_numbers_never_reach_the_json() -> None:
-    from absorb.cli import plain
+    from absorb.serialize import plain
 
     assert plain({1.5: [float("inf"), np.float64(2.0)], "q": np.array([1, 2])}) == {
         "1.5": [None, 2.0], "q": [1, 2]}
@@ -205,7 +205,7 @@ def test_json_writes_certificate_matrices_in_place_one_at_a_time() -> None:
     from fractions import Fraction
 
     from absorb.certificates import RationalMatrix
-    from absorb.cli import write_json
+    from absorb.serialize import write_json
 
     grid = RationalMatrix(np.array([[0.5, -0.25], [3.0, 2.0**-20]]), 20)
     exact = RationalMatrix(np.array([[Fraction(1, 3), Fraction(-2)]], dtype=object), None)
