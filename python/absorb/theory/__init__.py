@@ -39,11 +39,11 @@ from absorb.theory.common import (
     Evidence,
     SearchEvidence,
     absorbing_block,
+    check_construction,
     evidence,
     stored_block_json,
     stored_weights,
     subject,
-    verify_construction,
 )
 from absorb.theory.index_sets import (
     COLLINEAR_TOL,
@@ -117,7 +117,7 @@ def decide(block: Block, *, rng: np.random.Generator, search: SearchEvidence = N
                   block.b_down, residual=False)
         return Absorbed(subject=subj, proof=zero, reason="A = 0 exactly: the block is already "
                         "residual-free", construction={"absorbing_block": stored_block_json(block)},
-                        check=verify_construction(block, h, rng))
+                        check=check_construction(block, h, rng))
     how = applicable_theorems(block)
     if how.path == "linear":
         return decide_linear(block, rng, subj)

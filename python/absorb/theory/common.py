@@ -14,8 +14,8 @@ from absorb.certificates import as_fractions
 from absorb.errors import AbsorbError
 from absorb.verdicts import Subject
 
-VERIFY_SCALES = (1e-2, 1.0, 1e2)
-VERIFY_POINTS = 256
+CHECK_SCALES = (1e-2, 1.0, 1e2)
+CHECK_POINTS = 256
 SCOPE = ("the verdict is about the abstract block A x + MLP(x), as in the paper; a real "
          "transformer layer also holds a LayerNorm, which this question leaves aside")
 #: Numerical evidence for an ``undetermined`` verdict, given by the caller (the verdicts never
@@ -54,24 +54,26 @@ def absorbing_block(block: Block, S: Sequence[int]) -> Block:
                  b_up=c_up, b_down=c_down, residual=False)
 
 
-def verify_construction(block: Block, h: Block, rng: np.random.Generator) -> dict[str, object]:
-    """max |h(X) − f(X)| (absolute and relative to max |f(X)|) on Gaussian X at each scale."""
-    return verify_functions(block, h, block.d, rng)
+def check_construction(block: Block, h: Block, rng: np.random.Generator) -> dict[str, object]:
+    """The numerical check of a construction h of ``block`` (the verdict's ``check``):
+    max |h(X) − f(X)| (absolute and relative to max |f(X)|) on Gaussian X at each scale.
+    ("verify" is kept for the Lean build, ``absorb verify``.)"""
+    return check_maps(block, h, block.d, rng)
 
 
-def verify_functions(f: Callable[[Array], Array], h: Callable[[Array], Array], d: int,
-                     rng: np.random.Generator) -> dict[str, object]:
-    """:func:`verify_construction` for any maps of ℝ^d (batches as rows), e.g. stacks."""
+def check_maps(f: Callable[[Array], Array], h: Callable[[Array], Array], d: int,
+               rng: np.random.Generator) -> dict[str, object]:
+    """:func:`check_construction` for any maps of ℝ^d (batches as rows), e.g. stacks."""
     rows = []
-    for scale in VERIFY_SCALES:
-        X = scale * rng.standard_normal((VERIFY_POINTS, d))
+    for scale in CHECK_SCALES:
+        X = scale * rng.standard_normal((CHECK_POINTS, d))
         fX = f(X)
         err = float(np.max(np.abs(h(X) - fX)))
         rows.append({"scale": scale, "max_abs_error": err,
                      "relative_error": err / max(float(np.max(np.abs(fX))), np.finfo(float).tiny)})
     return {"max_abs_error": max(float(r["max_abs_error"]) for r in rows),
             "max_relative_error": max(float(r["relative_error"]) for r in rows),
-            "errors_by_scale": rows, "points_per_scale": VERIFY_POINTS}
+            "errors_by_scale": rows, "points_per_scale": CHECK_POINTS}
 
 
 def weights_json(h: Block) -> dict[str, object]:

@@ -34,10 +34,10 @@ from absorb.theory.applicable import necessary_chain
 from absorb.theory.common import (
     SearchEvidence,
     absorbing_block,
+    check_construction,
     evidence,
     exact_absorbing_weights,
     stored_weights,
-    verify_construction,
     weights_json,
 )
 from absorb.verdicts import (
@@ -268,7 +268,7 @@ def _absorbed(block: Block, proof: ExactCheck, rng: np.random.Generator, subject
                                     f"size {len(proof.S)}; the sign-flip construction absorbs "
                                     "the skip",
                     construction={"absorbing_block": exact_absorbing_weights(block, proof.S)},
-                    check=verify_construction(block, h, rng), details=details)
+                    check=check_construction(block, h, rng), details=details)
 
 
 def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSearch,
@@ -303,7 +303,7 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
         details={"stored_weights_exactly": exactly,
                  "certificate": _certificate(result, A, block.d),
                  "corrected_absorbing_block": weights_json(h),
-                 "corrected_construction_check": verify_construction(fixed, h, rng),
+                 "corrected_construction_check": check_construction(fixed, h, rng),
                  "index_set_search": result.to_json()})
 
 
