@@ -55,3 +55,15 @@ def test_design_md_exit_codes_are_the_codes() -> None:
     codes = {0} | {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
     assert documented == codes, f"DESIGN.md documents {sorted(documented)}, the code has " \
                                 f"{sorted(codes)} (absorb/errors.py)"
+
+
+def test_architecture_md_lists_every_lean_module() -> None:
+    text = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Lean side", 1)[1].split("**The checker", 1)[0]
+    documented = set(re.findall(r"^\| `([\w.]+)` \|", section, flags=re.MULTILINE))
+    tree = {".".join(p.relative_to(REPO / "Absorb").with_suffix("").parts)
+            for p in (REPO / "Absorb").rglob("*.lean")}
+    assert not tree - documented, \
+        f"docs/ARCHITECTURE.md (Lean side) has no row for {sorted(tree - documented)}"
+    assert not documented - tree, \
+        f"docs/ARCHITECTURE.md (Lean side) lists {sorted(documented - tree)}, not in Absorb/"
