@@ -157,3 +157,21 @@ def test_architecture_md_shows_the_layer_table() -> None:
         shown.append((cells[1], tuple(re.findall(r"`([^`]+)`", cells[2]))))
     assert shown == [(name, entries) for name, entries in LAYERS], (
         "the layer table of docs/ARCHITECTURE.md differs from LAYERS in tests/test_layers.py")
+
+
+def test_the_benchmark_scripts_import_no_circle() -> None:
+    """benchmarks/run.py imports its section scripts; they share benchmarks/tables.py and never
+    import run.py back."""
+    folder = REPO / "benchmarks"
+    scripts = {p.stem: p for p in folder.glob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in scripts.items():
+        edges[name] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in scripts:
+                edges[name].add(node.module)
+            elif isinstance(node, ast.Import):
+                edges[name] |= {a.name for a in node.names if a.name in scripts}
+    back = sorted(f"{a} -> {b} -> {a}" for a in edges for b in edges[a] if a in edges.get(b, ()))
+    assert not back, f"benchmark scripts import each other: {back}"
+    assert "tables" in edges["run"] and not edges["tables"]

@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from absorb.budget import memory_cap
 from absorb.commands import COMMANDS
+from absorb.commands.result import Outcome
 from absorb.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -92,15 +93,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         wants_json = bool(args.json)
         memory_cap()  # a bad $ABSORB_MAX_MEMORY is refused up front, whatever the command
-        outcome = args.run(args)
+        outcome: Outcome = args.run(args)
         if args.json:
             write_json(outcome.to_json(), sys.stdout)
         else:
             sys.stdout.write("\n".join(outcome.text_lines()) + "\n")
-        failure = getattr(outcome, "failure", None)
+        failure = getattr(outcome, "failure", None)  # a Result's; a Verdict never fails
         if failure:  # the output is written, but the command did not fully do its job
             print(f"error: {failure}", file=sys.stderr)
-        return int(outcome.exit_code)
+        return outcome.exit_code
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
     except AbsorbError as exc:
