@@ -175,3 +175,18 @@ def test_the_benchmark_scripts_import_no_circle() -> None:
     back = sorted(f"{a} -> {b} -> {a}" for a in edges for b in edges[a] if a in edges.get(b, ()))
     assert not back, f"benchmark scripts import each other: {back}"
     assert "tables" in edges["run"] and not edges["tables"]
+
+
+def test_only_the_commands_see_argparse() -> None:
+    """Options are parsed at the top: no module below the command layer imports argparse."""
+    top = LAYERS.index(next(layer for layer in LAYERS if layer[0] == "commands"))
+    offenders = []
+    for name, path in module_names().items():
+        if layer_of(name) == top:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            imported = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                        else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if "argparse" in imported:
+                offenders.append(f"{name} (line {node.lineno})")
+    assert not offenders, f"argparse below the commands: {offenders}"
