@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -25,7 +25,7 @@ class Result:
     json: dict[str, Any]
     lines: list[str]
     exit_code: int = 0
-    failure: str | None = field(default=None)
+    failure: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.json
