@@ -28,7 +28,6 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from absorb.files import write_atomic
 from absorb.search import DERIVATIVES, AdamFit
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)
+from tables import Table  # the result table every section returns (benchmarks/tables.py)
 
 HERE = Path(__file__).resolve().parent
 #: The committed results; rewritten only with --update-results.
@@ -65,34 +65,6 @@ def once(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
-
-
-@dataclass
-class Table:
-    title: str
-    header: list[str]
-    rows: list[list[str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def markdown(self) -> str:
-        lines = [
-            f"### {self.title}",
-            "",
-            "| " + " | ".join(self.header) + " |",
-            "|" + "---|" * len(self.header),
-        ]
-        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
-        lines += [""] + [f"- {n}" for n in self.notes]
-        return "\n".join(lines) + "\n"
-
-    def text(self) -> str:
-        cols = [self.header, *self.rows]
-        widths = [max(len(r[i]) for r in cols) for i in range(len(self.header))]
-        fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-        out = [f"== {self.title}", fmt.format(*self.header)]
-        out += [fmt.format(*r) for r in self.rows]
-        out += [f"   {n}" for n in self.notes]
-        return "\n".join(out)
 
 
 def traced(fn: Callable[[], Table]) -> tuple[Table, float]:

@@ -38,8 +38,9 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from absorb.budget import human_bytes
-from absorb.checkpoints import inspect_checkpoint, matmul_rate
+from absorb.checkpoints import matmul_rate
 from absorb.checkpoints.writing import save_bf16
+from absorb.scan.inspect import inspect_checkpoint
 
 FULL, QUICK = (4096, 16384), (1024, 4096)
 # GEMM side for the machine's rate: large enough to run at the BLAS's full speed.
@@ -99,7 +100,7 @@ def measure(d: int, n: int, dtype: str) -> dict[str, Any]:
 
 def bench_scale(quick: bool) -> Any:
     """The section of benchmarks/run.py: bfloat16 and float32 runs beside the GEMM bound."""
-    from run import Table  # benchmarks/run.py, on the path when either script runs
+    from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
     d, n = QUICK if quick else FULL
     rate = matmul_rate(RATE_SIZE)
@@ -136,7 +137,7 @@ def bench_devices(quick: bool) -> Any:
 
     from absorb.certificates import gram
     from absorb.certificates.devices import cholesky, cholesky_threads, using_device
-    from run import Table
+    from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
     d, n = (512, 2048) if quick else (1024, 4096)
     rng = np.random.default_rng(0)
@@ -197,7 +198,7 @@ def bench_scan(quick: bool) -> Any:
     """An 8-layer GPT-NeoX checkpoint scanned serially, on 2 local workers, on Dask."""
     import distributed
 
-    from run import Table
+    from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
     d, n, layers = (128, 512, 8) if quick else (256, 1024, 8)
     rng = np.random.default_rng(0)

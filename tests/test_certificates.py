@@ -273,8 +273,7 @@ def test_a_wide_tolerance_radius_leads_to_the_search_not_to_none(seed: int) -> N
     with a storage-size tolerance the radius is larger and the planted S must still be found
     (it used to be answered "none" without a search)."""
     from absorb.activations import get_activation
-    from absorb.blocks import random_block
-    from absorb.search import planted_block_and_set
+    from absorb.blocks import planted_block_and_set, random_block
 
     rng = np.random.default_rng(seed)
     block, S = planted_block_and_set(random_block(get_activation("relu"), 2, 4, rng), rng)

@@ -16,10 +16,11 @@ import pytest
 from safetensors.numpy import save_file
 from tests.conftest import CliResult, plant
 
-from absorb.checkpoints import Checkpoint, detect, inspect_checkpoint
+from absorb.checkpoints import Checkpoint, detect
 from absorb.checkpoints.inspection import load_layer
 from absorb.checkpoints.writing import save_bf16
 from absorb.errors import AbsorbError
+from absorb.scan.inspect import inspect_checkpoint
 
 Tensors = dict[str, np.ndarray]
 BERT_UP = "bert.encoder.layer.{i}.intermediate.dense"

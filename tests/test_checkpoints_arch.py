@@ -22,8 +22,8 @@ from tests.test_checkpoint import (
     write,
 )
 
-from absorb.checkpoints import inspect_checkpoint
 from absorb.errors import AbsorbError
+from absorb.scan.inspect import inspect_checkpoint
 
 D, N = 4, 12
 
@@ -265,7 +265,7 @@ def test_certificates_kept_for_json_dropped_for_text_and_counted(
     """Y stays (and is counted against the memory budget) when JSON will show it; otherwise it
     is dropped after each layer, keeping its margin and how it was verified."""
     from absorb.certificates import RationalMatrix
-    from absorb.cli import plain
+    from absorb.serialize import plain
 
     case = CASES[0]
     _write_case(case, tmp_path / "m", rng)

@@ -192,7 +192,7 @@ def test_internal_errors_exit_1_in_one_line(cli: Cli, monkeypatch: pytest.Monkey
 
 
 def test_non_finite_numbers_never_reach_the_json() -> None:
-    from absorb.cli import plain
+    from absorb.serialize import plain
 
     assert plain({1.5: [float("inf"), np.float64(2.0)], "q": np.array([1, 2])}) == {
         "1.5": [None, 2.0], "q": [1, 2]}
@@ -205,7 +205,7 @@ def test_json_writes_certificate_matrices_in_place_one_at_a_time() -> None:
     from fractions import Fraction
 
     from absorb.certificates import RationalMatrix
-    from absorb.cli import write_json
+    from absorb.serialize import write_json
 
     grid = RationalMatrix(np.array([[0.5, -0.25], [3.0, 2.0**-20]]), 20)
     exact = RationalMatrix(np.array([[Fraction(1, 3), Fraction(-2)]], dtype=object), None)
@@ -222,3 +222,23 @@ def test_json_writes_certificate_matrices_in_place_one_at_a_time() -> None:
     assert parsed["n"] == 3
     assert [Fraction(q) for row in parsed["layers"][0]["dual"]["Y"] for q in row] == [
         Fraction(v) for v in grid.values.ravel()]
+
+
+def test_every_command_is_a_module_and_main_names_none() -> None:
+    """One module per command (NAME, HELP, add_options, run) under absorb/commands/, the parser
+    built from them alone, and cli.py special-casing no command by name."""
+    import argparse
+
+    from absorb.cli import build_parser
+    from absorb.commands import COMMANDS
+
+    names = [c.NAME for c in COMMANDS]
+    for command in COMMANDS:
+        assert command.__name__ == f"absorb.commands.{command.NAME}"
+        assert command.HELP and callable(command.add_options) and callable(command.run)
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == names
+    source = (REPO / "python" / "absorb" / "cli.py").read_text(encoding="utf-8")
+    code = source.split('"""', 2)[2]  # after the module docstring
+    named = [n for n in names if f'"{n}"' in code or f"'{n}'" in code]
+    assert named == [], f"cli.py special-cases {named}"

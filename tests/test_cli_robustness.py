@@ -20,7 +20,8 @@ import pytest
 from tests.conftest import REPO, CliResult, run_subprocess
 
 from absorb.budget import Cost, human_bytes, require, search_cost
-from absorb.cli import build_parser, seed_type
+from absorb.cli import build_parser
+from absorb.commands.options import seed_type
 from absorb.errors import AbsorbError
 
 Cli = Callable[..., CliResult]

@@ -19,9 +19,9 @@ from safetensors.numpy import save
 from tests.conftest import run_subprocess
 
 from absorb.activations import get_activation
-from absorb.checkpoints import inspect_checkpoint
 from absorb.errors import AbsorbError
 from absorb.numbers import loads, number_literal, rational_string
+from absorb.scan.inspect import inspect_checkpoint
 from absorb.weights import load_block
 
 RELU = get_activation("relu")

@@ -16,9 +16,9 @@ from tests.conftest import CliResult
 from tests.test_checkpoint import BERT_CONFIG, BERT_DOWN, BERT_UP, mlp_tensors, write
 from tests.test_scan import results
 
-from absorb.checkpoints import inspect_checkpoint
 from absorb.checkpoints.hub import parse_hub_id
 from absorb.errors import AbsorbError
+from absorb.scan.inspect import inspect_checkpoint
 
 pytest.importorskip("huggingface_hub")
 

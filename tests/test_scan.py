@@ -13,11 +13,11 @@ import pytest
 from tests.conftest import CliResult, plant
 from tests.test_checkpoint import write
 
-from absorb.checkpoints import inspect_checkpoint
-from absorb.cli import plain
 from absorb.errors import AbsorbError
 from absorb.scan import runners
+from absorb.scan.inspect import inspect_checkpoint
 from absorb.scan.plan import makespan
+from absorb.serialize import plain
 
 UP, DOWN = "mlp.{i}.up.weight", "mlp.{i}.down.weight"
 PATTERNS = {"up": UP, "down": DOWN, "activation": "relu"}

@@ -8,7 +8,8 @@ import pytest
 from tests.conftest import run_subprocess
 
 from absorb.activations import CATALOG, get_activation
-from absorb.blocks import Block, random_block
+from absorb.blocks import Block, planted_block, random_block
+from absorb.commands.search import fit_and_explain
 from absorb.errors import AbsorbError
 from absorb.search import (
     DERIVATIVES,
@@ -19,8 +20,6 @@ from absorb.search import (
     degree_bound,
     fit_residual_free,
     linearization_bound,
-    planted_block,
-    run_search,
 )
 from absorb.search import fit as fit_module
 from absorb.search.bounds import pairs
@@ -219,8 +218,8 @@ def test_adam_engine_runs_and_lags() -> None:
 
 def test_determinism_under_seed() -> None:
     block = random_block(get_activation("gelu"), 2, 4, np.random.default_rng(17))
-    a = run_search(block, restarts=2, steps=40, seed=3)
-    b = run_search(block, restarts=2, steps=40, seed=3)
+    a = fit_and_explain(block, restarts=2, steps=40, seed=3)
+    b = fit_and_explain(block, restarts=2, steps=40, seed=3)
     for out in (a, b):
         out.pop("seconds")
         out.pop("restart_seconds")
@@ -244,9 +243,9 @@ def test_init_from_target_is_labelled_not_independent() -> None:
                             init_from_target=True)
     assert res.init_kinds == ("random", FROM_TARGET) and not res.independent
     assert res.to_json()["independent"] is False
-    out = run_search(block, restarts=1, steps=20, init_from_target=True, control=False)
+    out = fit_and_explain(block, restarts=1, steps=20, init_from_target=True, control=False)
     assert str(out["independence"]).startswith("NOT independent")
-    assert run_search(block, restarts=1, steps=20, control=False)["independent"] is True
+    assert fit_and_explain(block, restarts=1, steps=20, control=False)["independent"] is True
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,7 +319,7 @@ def test_fabricated_fit_below_the_bound_is_a_contradiction(monkeypatch: pytest.M
     res = fit_residual_free(f, restarts=1, steps=5, rng=rng)
     assert res.contradictions and all(c["error"] < c["bound"] for c in res.contradictions)
     assert res.to_json()["contradiction"] is True
-    out = run_search(f, restarts=1, steps=5, control=False)
+    out = fit_and_explain(f, restarts=1, steps=5, control=False)
     assert out["contradiction"] is True and str(out["summary"]).startswith("CONTRADICTION")
 
 

@@ -19,6 +19,7 @@ from absorb.activations import get_activation
 from absorb.blocks import Block, random_block
 from absorb.certificates import check_dual
 from absorb.manifest import get_theorem
+from absorb.search.evidence import fit_evidence
 from absorb.theory import (
     COLLINEAR_TOL,
     absorbing_block,
@@ -292,7 +293,7 @@ def test_biases_switch_off_degree_and_linearization(name: str,
 
 
 def test_undetermined_carries_search_evidence(rng: np.random.Generator) -> None:
-    r = decide(random_block(get_activation("glu"), 2, 3, rng), rng=rng)
+    r = decide(random_block(get_activation("glu"), 2, 3, rng), rng=rng, search=fit_evidence)
     assert isinstance(r["search"], dict) and "relative_error" in r["search"]
 
 

@@ -459,7 +459,7 @@ def test_exact_linear_rank_agrees_with_the_oracle(d: int, r: int, data: st.DataO
 def test_search_prediction_reads_the_same_table_and_verdict() -> None:
     """`absorb search`'s prediction: a bounded block has a floor at every width (bounded); at
     the block's own width the prediction is check's verdict (absorbed: expect zero)."""
-    from absorb.search import prediction
+    from absorb.commands.search import prediction
 
     rng = np.random.default_rng(0)
     tanh = random_block(get_activation("tanh"), 2, 3, rng)

@@ -138,6 +138,39 @@ def random_block(
     return Block(activation, W_up, W_down, W_gate, b_up, b_down, skip)
 
 
+def planted_block(block_like: Block, rng: np.random.Generator, size: int | None = None) -> Block:
+    """A random block of ``block_like``'s kind and size with a planted index set
+    (see :func:`planted_block_and_set`)."""
+    return planted_block_and_set(block_like, rng, size)[0]
+
+
+def planted_block_and_set(block_like: Block, rng: np.random.Generator, size: int | None = None
+                          ) -> tuple[Block, list[int]]:
+    """A random block of ``block_like``'s kind and size with an index set S of ``size`` units
+    (default d + 1, at most n), and S (W_up[T] well-conditioned):
+    W_down[:,T] = (−A − W_down[:,S∖T] W_up[S∖T]) W_up[T]⁻¹ for the first d units T of a random
+    S, so W_down[:,S] W_up[S,:] = −A and the block is absorbable at its own width
+    (index_set_sufficient). Needs n ≥ d."""
+    d, n = block_like.d, block_like.n
+    if n < d:
+        raise AbsorbError(f"no index set fits in n = {n} < d = {d} units")
+    k = min(n, d + 1) if size is None else size
+    base = random_block(block_like.activation, d, n, rng, biases=block_like.has_biases,
+                        skip=block_like.A_skip)
+    W_up, W_down = base.W_up.copy(), base.W_down.copy()
+    # a well-conditioned W_up[T] (redrawn otherwise): an ill-conditioned one makes W_down huge
+    # and the block an accident of cancellation rather than a test instance
+    for _ in range(100):
+        S = rng.choice(n, size=k, replace=False)
+        T, rest = S[:d], S[d:]
+        if np.linalg.cond(W_up[T]) < 30:
+            break
+    W_down[:, T] = (-base.skip_matrix() - W_down[:, rest] @ W_up[rest]) @ np.linalg.inv(W_up[T])
+    block = Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down,
+                  block_like.A_skip)
+    return block, sorted(int(i) for i in S)
+
+
 def stack_forward(blocks: Sequence[Block], X: Array) -> Array:
     """The depth-L composition blocks[L-1] ∘ … ∘ blocks[0] applied to X."""
     out = np.asarray(X, dtype=np.float64)

@@ -1,48 +1,35 @@
-"""The ``absorb`` command line (DESIGN.md, "Command line contract").
+"""The ``absorb`` command line (DESIGN.md, "Command line contract"): the parser built from the
+command modules (:mod:`absorb.commands`), and ``main``, which runs one and prints its outcome.
 
 Exit codes: 0 the command did its job (whatever the verdict), 2 bad input (one line
 ``error: …`` on stderr), 3 a needed external tool is missing, 1 internal error, 4 ``audit`` or
-``verify`` ran and found a problem (a ``sorry``, a missing declaration, a failed build).
-With ``--json`` stdout holds exactly one JSON object; progress bars and logs go to stderr.
+``verify`` ran and found a problem (a ``sorry``, a missing declaration, a failed build), 130
+interrupted. With ``--json`` stdout holds exactly one JSON object; progress bars and logs go to
+stderr. Which code a command returns is its outcome's ``exit_code``: no command is special here.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import re
-import secrets
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from fractions import Fraction
+from collections.abc import Sequence
 from importlib import metadata
-from pathlib import Path
-from typing import Any, NoReturn, TextIO, cast
+from typing import NoReturn
 
-import numpy as np
-
-from absorb.activations import CATALOG, get_activation
-from absorb.blocks import Block, random_block
-from absorb.budget import Cost, memory_cap, require, search_cost
-from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
+from absorb.budget import memory_cap
+from absorb.commands import COMMANDS
+from absorb.commands.result import Outcome
 from absorb.errors import (
     EXIT_BAD_INPUT,
-    EXIT_FINDINGS,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_TOOL_MISSING,
     AbsorbError,
     ToolMissing,
 )
-from absorb.files import ensure_writable_folder
-from absorb.project import lean_root
-from absorb.rationals import RationalMatrix
-from absorb.weights import CheckerKeys
-
-# Random blocks above this many weights (d·n) are refused: beyond it `check` stops being quick.
-MAX_RANDOM_WEIGHTS = 1 << 26
+from absorb.serialize import write_json
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,497 +60,19 @@ def version() -> str:
         return __version__
 
 
-def seed_type(text: str) -> int:
-    """An argparse type for ``--seed``: what ``numpy.random.default_rng`` accepts as an integer
-    seed, i.e. a non-negative integer of any size, written in decimal."""
-    digits = text.strip().replace("_", "")
-    if not digits.isdecimal() or not digits.isascii():
-        raise argparse.ArgumentTypeError(
-            f"must be a non-negative integer (what numpy.random.default_rng accepts), "
-            f"got {text!r}")
-    try:
-        return int(digits)
-    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
-        raise argparse.ArgumentTypeError(f"too many digits ({len(digits)})") from None
-
-
-def _integer(text: str) -> int:
-    """A whole number, also in float notation (``1e8``), as shells and users write sizes."""
-    try:
-        return int(text)
-    except ValueError:
-        value = float(text)  # ValueError propagates: not a number at all
-        if not math.isfinite(value) or value != int(value):
-            raise ValueError(text) from None
-        return int(value)
-
-
-def layer_pattern(text: str) -> str:
-    """An argparse type for a checkpoint key pattern: must hold ``{i}`` (the layer index)."""
-    if text.count("{i}") != 1:
-        raise argparse.ArgumentTypeError(
-            f"pattern {text!r} must contain {{i}} exactly once, where the layer index goes "
-            "(e.g. 'model.layers.{i}.mlp.up_proj.weight')")
-    return text
-
-
-def plain(obj: Any, matrix: Callable[[RationalMatrix], Any] | None = None) -> Any:
-    """JSON-ready copy: numpy values to Python, Fractions to "p/q", non-finite floats to None,
-    certificate matrices to their "p/q" strings (or to ``matrix(m)`` when given)."""
-    if isinstance(obj, dict):
-        return {str(k): plain(v, matrix) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [plain(v, matrix) for v in obj]
-    if isinstance(obj, RationalMatrix):
-        return obj.to_json() if matrix is None else matrix(obj)
-    if isinstance(obj, np.ndarray):
-        return plain(obj.tolist())
-    if isinstance(obj, np.generic):
-        return plain(obj.item())
-    if isinstance(obj, Fraction):
-        return str(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def write_json(result: Any, stream: TextIO) -> None:
-    """``result`` as one line of JSON, its certificate matrices serialized one at a time.
-
-    A d = 4096 certificate is 16.7M "p/q" strings; building every layer's at once would hold
-    all of them. Each :class:`RationalMatrix` is replaced by a placeholder, the rest encoded,
-    and the matrices are encoded and written in place of their placeholders in turn.
-    """
-    matrices: list[RationalMatrix] = []
-    # a per-call nonce: no string of the result can be mistaken for a placeholder
-    tag = "absorb-matrix-" + secrets.token_hex(8)
-
-    def slot(m: RationalMatrix) -> str:
-        matrices.append(m)
-        return f"\x00{tag}-{len(matrices) - 1}\x00"
-
-    placeholder = re.compile(r'"\\u0000' + tag + r'-(\d+)\\u0000"')
-    parts = placeholder.split(json.dumps(plain(result, slot), allow_nan=False))
-    stream.write(parts[0])
-    for index, rest in zip(parts[1::2], parts[2::2], strict=True):
-        stream.write(json.dumps(matrices[int(index)].to_json()))
-        stream.write(rest)
-    stream.write("\n")
-
-
-def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = _integer(text) if kind is int else kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}") from None
-        if not value > 0 or (isinstance(value, float) and not math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-        return value
-
-    return parse
-
-
-#: Longest --timeout accepted: a week (beyond it the OS's timers overflow long before).
-MAX_TIMEOUT = 7 * 86_400.0
-
-
-def timeout_type(text: str) -> float:
-    """An argparse type for ``--timeout``: seconds, positive, at most :data:`MAX_TIMEOUT`."""
-    seconds = float(_positive(float)(text))
-    if seconds > MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"at most {MAX_TIMEOUT:.0f} s (a week), got {text!r}")
-    return seconds
-
-
-def _block(args: argparse.Namespace) -> Block:
-    """The block of ``check``/``search``: from --weights, or random from --d/--n/--seed."""
-    return _loaded(args)[0]
-
-
-def _loaded(args: argparse.Namespace) -> tuple[Block, CheckerKeys | None]:
-    """The block and, for a --weights file, the checker keys (S, Y) it holds."""
-    act = get_activation(args.activation)
-    if args.weights is not None:
-        if args.d is not None or args.n is not None or args.biases:
-            raise AbsorbError("--weights cannot be combined with --d, --n or --biases")
-        from absorb.weights import load_check_input
-
-        return load_check_input(args.weights, act)
-    if args.d is None or args.n is None:
-        raise AbsorbError("give --weights FILE, or both --d and --n")
-    if args.d * args.n > MAX_RANDOM_WEIGHTS:
-        raise AbsorbError(f"d*n = {args.d * args.n} exceeds the limit {MAX_RANDOM_WEIGHTS}")
-    # Three weight matrices of d·n floats (up, down, gate) and the d×d skip.
-    require(Cost(8.0 * (3 * args.d * args.n + args.d**2), 0.0),
-            f"a random block with d={args.d}, n={args.n}")
-    return random_block(act, args.d, args.n, np.random.default_rng(args.seed),
-                        biases=args.biases), None
-
-
-def _fmt(x: object) -> str:
-    return f"{x:.3g}" if isinstance(x, float) else str(x)
-
-
-def _text_errors(errors: dict[Any, Any]) -> str:
-    return ", ".join(f"{_fmt(float(k))}: {_fmt(v)}" for k, v in errors.items())
-
-
-def cmd_activations(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    rows = [a.to_json() for a in CATALOG.values()]
-    lines = [f"{'name':<10} {'family':<12} {'degree':<7} {'gate':<8} {'odd':<4} verdict"]
-    lines += [f"{r['name']:<10} {r['family']:<12} {_fmt(r['degree'] or '-'):<7} "
-              f"{r['gate'] or '-':<8} {'yes' if r['odd_part_linear'] else 'no':<4} {r['verdict']}"
-              for r in rows]
-    return {"activations": rows}, lines
-
-
-def _require_decidable(block: Block) -> None:
-    """Refuse up front a block whose float relaxation (the certificate ``decide`` computes for
-    ungated odd-part-linear activations) would not fit in memory or time."""
-    if block.activation.odd_part_linear and not block.activation.gated:
-        from absorb.certificates import relaxation_cost
-
-        require(relaxation_cost(block.d, block.n),
-                f"the relaxation certificate of a block with d={block.d}, n={block.n}")
-
-
-def tol_type(text: str) -> float:
-    """An argparse type for ``--tol``: a storage tolerance (:func:`absorb.verdicts.check_tol`),
-    refused here, before any work, when it is not a plausible relative precision."""
-    from absorb.verdicts import check_tol
-
-    try:
-        value = float(text)
-        check_tol(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid value {text!r}") from None
-    except AbsorbError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tol ")) from None
-    return value
-
-
-def cmd_check(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.stacks import commands as stack_commands
-    from absorb.theory import decide, given_certificate
-
-    if args.weights is not None and stack_commands.is_stack_file(args.weights):
-        return stack_commands.run_check(args)
-    from absorb.certificates import export
-
-    targets = {key: export.ensure_writable(path, args.force) for key, path in
-               (("certificate", args.certificate_out), ("lean", args.export_lean)) if path}
-    block, keys = _loaded(args)
-    _require_decidable(block)
-    verdict = decide(block, rng=np.random.default_rng(args.seed), search=not args.no_search,
-                     tol=args.tol, candidate=None if keys is None else keys.S)
-    result = verdict.to_json()
-    lines = verdict.text_lines()
-    if keys is not None and keys.Y is not None:
-        result["given_certificate"] = given = given_certificate(block, keys.Y)
-        lines.append(f"given certificate Y: {'valid' if given['valid'] else 'NOT valid'} "
-                     f"({given['verified']})")
-    docs = {key: export.export_document(verdict, block, certificate=key == "certificate")
-            for key in targets}  # every document built (or refused) before any is written
-    for key, path in targets.items():
-        doc, note = docs[key]
-        export.write_new_file(path, doc)
-        result[f"{key}_file"] = {"path": str(path), "block": note}
-        lines.append(f"written: {path} ({note})")
-    return result, lines
-
-
-def cmd_search(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.stacks import commands as stack_commands
-
-    if args.weights is not None and stack_commands.is_stack_file(args.weights):
-        return stack_commands.run_search(args)
-    from absorb.search import explain_lines, resolve_settings, run_search
-
-    block = _block(args)
-    width, steps, samples = resolve_settings(block, args.width_factor, args.engine, args.steps,
-                                             args.samples)
-    runs = 1 if args.no_control else 2
-    require(search_cost(block.d, block.n, width, samples=samples, steps=steps,
-                        restarts=args.restarts * runs),
-            f"a search of width {width} with {samples} samples, {args.restarts} restarts "
-            f"x {steps} steps")
-    out = run_search(block, width_factor=args.width_factor, restarts=args.restarts, steps=steps,
-                     samples=samples, seed=args.seed, engine=args.engine,
-                     control=not args.no_control, init_from_target=args.init_from_target,
-                     time_budget=args.time_budget, progress=True)
-    return out, explain_lines(out)
-
-
-class _JsonLines(argparse.Action):
-    """``--jsonl``: JSON on stdout (``--json``), one line per layer as it is decided."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:
-        namespace.json = namespace.jsonl = True
-
-
-def cmd_inspect(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    import io
-
-    from absorb.checkpoints import inspect_checkpoint, text_lines
-    from absorb.checkpoints.inspection import summary_rows
-    from absorb.scan.summary import check_out, prepare_out, write_outputs
-
-    out = None if args.out is None else check_out(args.out)
-    cache = args.cache_dir if args.cache_dir is not None else (
-        None if out is None else out / "cache")
-
-    def stream(row: dict[str, object]) -> None:
-        write_json(row, sys.stdout)
-        sys.stdout.flush()
-
-    res = inspect_checkpoint(
-        args.checkpoint, arch=args.arch, up=args.up, down=args.down, gate=args.gate,
-        activation=args.activation, search=args.search, tol=args.tol, seed=args.seed,
-        progress=True, keep_certificates=out is not None or (args.json and not args.jsonl),
-        workers=args.workers, scheduler=args.scheduler, cache_dir=cache, device=args.device,
-        on_layer=stream if args.jsonl else None,
-        prepare=None if out is None or args.cache_dir is not None else
-        lambda: prepare_out(out))
-    if out is not None:
-        prepare_out(out)
-        buf = io.StringIO()
-        write_json(res, buf)
-        res["written"] = write_outputs(out, res, buf.getvalue(), summary_rows)
-    scan = cast(dict[str, Any], res["scan"])
-    cache_text = f" {scan['cache']}" if scan["cache"] else ""
-    lines = [*text_lines(res),
-             f"scan: {scan['computed_layers']} layers decided by {scan['runner']} (device "
-             f"{scan['device']}), {scan['cached_layers']} read from the cache{cache_text}, in "
-             f"{scan['seconds']:.3g} s; predicted {scan['plan']['predicted_seconds']:.3g} s"]
-    lines += [f"written: {f}" for f in cast(list[str], res.get("written", []))]
-    if args.jsonl:  # the layers are on the lines before: the last line is the rest
-        res = {k: v for k, v in res.items() if k != "layers"}
-    return res, lines
-
-
-def _finding(f: dict[str, Any]) -> str:
-    where = f" in {f['declaration']}" if f.get("declaration") else ""
-    return f"{f['kind']} {f['file']}:{f['line']}{where}: {f['text']}"
-
-
-def _status_lines(res: dict[str, Any]) -> list[str]:
-    lines = [f"{t['id']:<24} {t['status']}" for t in res["theorems"]]
-    lines += [f"finding: {_finding(f)}" for f in res.get("findings", [])]
-    lines += [f"exercise (does not fail the audit): {_finding(f)}"
-              for f in res.get("exercises", [])]
-    if res.get("backend") == "dojo":
-        lines.append(f"traced with LeanDojo at commit {res['commit']}"
-                     + (f"; not traced (uncommitted): {', '.join(res['uncommitted_lean_changes'])}"
-                        if res["uncommitted_lean_changes"] else ""))
-    lines.append("ok" if res.get("ok") else "NOT ok")
-    return lines
-
-
-def cmd_audit(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.lean import audit
-
-    res = audit(lean_root(args.root))
-    return res, _status_lines(res)
-
-
-def cmd_verify(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.lean import verify, verify_dojo
-
-    if args.backend == "dojo":
-        res = verify_dojo(lean_root(args.root), timeout=args.timeout, out=args.dojo_out)
-    elif args.dojo_out is not None:
-        raise AbsorbError("--dojo-out needs --backend dojo")
-    else:
-        res = verify(lean_root(args.root), timeout=args.timeout)
-    return res, _status_lines(res)
-
-
-def cmd_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb.report import write_report
-
-    out = ensure_writable_folder(args.out)  # before the minutes of work, not after them
-    try:  # the tree `absorb audit` would read here; without one, formal status "not checked"
-        root: Path | None = lean_root(args.root)
-    except AbsorbError:
-        if args.root is not None:
-            raise
-        root = None
-    res = write_report(out, seed=args.seed, progress=True, root=root)
-    return res, [f"report written to {out} (report.md, index.html, report.json); Lean tree "
-                 f"read: {root or 'none'}"]
-
-
-def cmd_blueprint(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    from absorb import blueprint
-
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()) and not (out / "src" / "web.tex").is_file():
-        raise AbsorbError(f"{out} is not empty and holds no earlier blueprint; choose another "
-                          "folder (nothing was written)")
-    proved: dict[str, bool] = {}
-    if args.verify:
-        from absorb.lean import verify
-
-        res = verify(lean_root(args.root), timeout=args.timeout)
-        theorems = cast(list[dict[str, Any]], res["theorems"])
-        proved = {str(t["id"]): t["status"] == "proved" for t in theorems}
-    if args.sources_only:
-        src = blueprint.write_sources(out, proved)
-        return ({"sources": str(src), "web": None, "leanok": sorted(k for k, v in proved.items()
-                                                                     if v)},
-                [f"blueprint sources written to {src}"])
-    web = blueprint.build_web(out, proved)
-    marked = sorted(k for k, v in proved.items() if v)
-    return ({"sources": str(out / "src"), "web": str(web), "leanok": marked},
-            [f"blueprint written to {web} (index.html; dependency graph in "
-             "dep_graph_document.html)",
-             f"marked \\leanok (proved by lake build): {', '.join(marked) or 'none'}"])
-
-
-def _block_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--activation", required=True, help="a catalog name (absorb activations)")
-    p.add_argument("--weights", help="a .npz or .json weights file")
-    p.add_argument("--d", type=_positive(int), help="model dimension (random weights)")
-    p.add_argument("--n", type=_positive(int), help="hidden width (random weights)")
-    p.add_argument("--biases", action="store_true", help="random weights with biases")
-    p.add_argument("--seed", type=seed_type, default=0,
-                   help="random seed, a non-negative integer (same seed, same output)")
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """``absorb`` and one subcommand per module of :data:`absorb.commands.COMMANDS`."""
     parser = _Parser(prog="absorb", description="Can an MLP absorb its own skip connection?",
                      formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", version=f"absorb {version()}",
                         help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, run: Callable[..., Any], helptext: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=helptext, description=helptext,
+    for command in COMMANDS:
+        p = sub.add_parser(command.NAME, help=command.HELP, description=command.HELP,
                            formatter_class=_HelpFormatter)
         p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-        p.set_defaults(run=run)
-        return p
-
-    command("activations", cmd_activations, "the activation catalog and the theory's verdicts")
-    p = command("check", cmd_check, "decide whether one skip block is absorbable")
-    _block_args(p)
-    p.add_argument("--no-search", action="store_true",
-                   help="no numerical search for undetermined verdicts")
-    p.add_argument("--tol", type=tol_type, default=None,
-                   help="relative precision of the stored weights for 'absorbable up to "
-                        "rounding', at most 1e-2; never makes a block absorbed (default: "
-                        "the unit roundoff of the detected storage format; 1e-9 for float64)")
-    p.add_argument("--certificate-out", metavar="FILE",
-                   help="write the dual certificate Y in the Lean checker's JSON format "
-                        "(absorb-check/2; refused for a block the checker cannot state) "
-                        "(default: not written)")
-    p.add_argument("--export-lean", metavar="FILE",
-                   help="write the verdict for the Lean checker: S (absorbed) or Y "
-                        "(not_absorbed), with the block its theorem chain speaks about "
-                        "(absorb-check/2; refused for a gated block) (default: not written)")
-    p.add_argument("--force", action="store_true",
-                   help="overwrite existing --certificate-out/--export-lean files")
-    p = command("search", cmd_search, "numerical counterexample search (residual-free fits)")
-    _block_args(p)
-    p.add_argument("--width-factor", type=_positive(float), default=1.0,
-                   help="width of the fitted blocks, as a multiple of n")
-    p.add_argument("--restarts", type=_positive(int), default=4,
-                   help="independent random initialisations; the best one is reported")
-    p.add_argument("--steps", type=_positive(int), default=None,
-                   help="LM iterations per stage (default 200) or Adam steps (default 1500) "
-                        "per restart; for a stack, LM steps per restart (default 200)")
-    p.add_argument("--samples", type=_positive(int), default=None,
-                   help="training inputs per input scale (default: 8 per unit, 64 to 512, for "
-                        "lm; 2048 for adam; 128 for a stack); as many held-out pairs (x, 2x)")
-    p.add_argument("--engine", choices=("lm", "adam"), default="lm",
-                   help="lm: variable projection + Levenberg-Marquardt (default); adam")
-    p.add_argument("--time-budget", type=_positive(float), default=None, metavar="SECONDS",
-                   help="stop cleanly after this many seconds (the output says so)")
-    p.add_argument("--no-control", action="store_true",
-                   help="skip the positive control (a planted block of the same size)")
-    p.add_argument("--init-from-target", action="store_true",
-                   help="add one restart from the target's own weights (NOT independent of "
-                        "the theory; labelled so in the output)")
-    p = command("inspect", cmd_inspect, "check every MLP block of a safetensors checkpoint")
-    p.add_argument("checkpoint", help="a .safetensors file, a folder, or a sharded "
-                   "checkpoint's *.safetensors.index.json (config.json read from beside it), "
-                   "or a Hugging Face model id org/name[@revision] read through the Hub cache "
-                   "(extra absorb[hub]; a local path of that name wins)")
-    p.add_argument("--arch", help="architecture, overriding detection (one of: "
-                   f"{', '.join(ARCHITECTURE_NAMES)})")
-    p.add_argument("--up", type=layer_pattern,
-                   help="up-projection key pattern, {i} = layer (instead of detection; "
-                   "nn.Linear layout)")
-    p.add_argument("--down", type=layer_pattern,
-                   help="down-projection key pattern, {i} = layer")
-    p.add_argument("--gate", type=layer_pattern,
-                   help="gate key pattern, {i} = layer (gated activations)")
-    p.add_argument("--activation", help="a catalog name; needed with --up/--down, else it "
-                   "overrides the detected activation")
-    p.add_argument("--tol", type=tol_type, default=None,
-                   help="relative precision of the stored weights for 'absorbable up to "
-                        "rounding', at most 1e-2; never makes a layer absorbed (default: "
-                        "the unit roundoff of each layer's storage format)")
-    p.add_argument("--search", action="store_true",
-                   help="also run the numerical search on undetermined layers (slow)")
-    p.add_argument("--seed", type=seed_type, default=0,
-                   help="random seed, a non-negative integer (same seed, same output)")
-    p.add_argument("--workers", type=_positive(int), default=1, metavar="N",
-                   help="layers decided at a time by local processes (each gets cores/N BLAS "
-                        "threads); the plan refuses a number that would not fit in memory")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run each layer as a task on a Dask distributed cluster, e.g. "
-                        "tcp://host:8786 (extra absorb[scan]); workers read the weights from "
-                        "the path or their Hub cache (default: local)")
-    p.add_argument("--out", type=Path, metavar="DIR",
-                   help="scan folder: inspect.json, summary.html and summary.png (table and "
-                        "figure of every layer), and cache/ (per-layer results: a rerun with "
-                        "the same DIR resumes) (default: nothing written)")
-    p.add_argument("--cache-dir", type=Path, metavar="DIR",
-                   help="per-layer result cache, keyed by tensor content, options and version "
-                        "(default: DIR/cache with --out, else none)")
-    p.add_argument("--jsonl", action=_JsonLines, nargs=0,
-                   help="JSON lines on stdout: one per layer as it is decided, then the rest "
-                        "of the --json object")
-    p.add_argument("--device", default="cpu",
-                   help="where the certificate's dense phases run: cpu (numpy), cpu-torch "
-                        "(torch on the CPU) or cuda (torch on a GPU); torch needs the extra "
-                        "absorb[torch]")
-    p.set_defaults(jsonl=False)
-    p = command("audit", cmd_audit, "static audit of the Lean library (no toolchain needed)")
-    p.add_argument("--root", help="repository root (default: found from the CWD)")
-    p = command("verify", cmd_verify, "build the Lean library and audit its axioms (needs lake)")
-    p.add_argument("--root", help="repository root (default: found from the CWD)")
-    p.add_argument("--timeout", type=timeout_type, default=3600.0,
-                   help="seconds allowed for each toolchain command")
-    p.add_argument("--backend", choices=("lake", "dojo"), default="lake",
-                   help="lake: build and #print axioms; dojo: trace with LeanDojo (extra "
-                   "absorb[dojo]) and check every manifest proof tactic by tactic")
-    p.add_argument("--dojo-out", type=Path, metavar="DIR",
-                   help="with --backend dojo: write each theorem's tactic-by-tactic goal "
-                   "states to DIR/<id>.json")
-    p = command("report", cmd_report, "write the cross-validation report")
-    p.add_argument("--out", required=True,
-                   help="output directory (a previous report there is replaced file by file)")
-    p.add_argument("--seed", type=seed_type, default=0,
-                   help="random seed, a non-negative integer (same seed, same output)")
-    p.add_argument("--root", help="Lean tree to check (default: the project the current folder "
-                                  "is in, else the installed package's; the same as `audit`)")
-    p = command("blueprint", cmd_blueprint,
-                "write the leanblueprint of the formalization, generated from the manifest")
-    p.add_argument("--out", required=True, help="output folder (src/ and web/ inside)")
-    p.add_argument("--verify", action="store_true",
-                   help="run the Lean build first and mark \\leanok what it proved (needs lake); "
-                   "without it nothing is marked")
-    p.add_argument("--sources-only", action="store_true",
-                   help="write the LaTeX sources without rendering them with plasTeX")
-    p.add_argument("--root", help="repository root for --verify (default: found from the CWD)")
-    p.add_argument("--timeout", type=timeout_type, default=3600.0,
-                   help="seconds allowed for each toolchain command (with --verify)")
+        command.add_options(p)
+        p.set_defaults(run=command.run)
     return parser
 
 
@@ -584,17 +93,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         wants_json = bool(args.json)
         memory_cap()  # a bad $ABSORB_MAX_MEMORY is refused up front, whatever the command
-        result, lines = args.run(args)
+        outcome: Outcome = args.run(args)
         if args.json:
-            write_json(result, sys.stdout)
+            write_json(outcome.to_json(), sys.stdout)
         else:
-            sys.stdout.write("\n".join(lines) + "\n")
-        if args.command == "report" and result["errored"]:
-            # The report is written and marks them, but the command did not fully do its job.
-            print(f"error: experiments crashed: {', '.join(result['errored'])} (marked in the "
-                  "report)", file=sys.stderr)
-            return EXIT_INTERNAL
-        return EXIT_FINDINGS if args.command in {"audit", "verify"} and not result["ok"] else 0
+            sys.stdout.write("\n".join(outcome.text_lines()) + "\n")
+        failure = getattr(outcome, "failure", None)  # a Result's; a Verdict never fails
+        if failure:  # the output is written, but the command did not fully do its job
+            print(f"error: {failure}", file=sys.stderr)
+        return outcome.exit_code
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
     except AbsorbError as exc:

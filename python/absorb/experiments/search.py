@@ -12,7 +12,7 @@ import numpy as np
 
 from absorb import certificates, theory
 from absorb.activations import get_activation
-from absorb.blocks import Block, random_block, stack_forward
+from absorb.blocks import Block, planted_block, planted_block_and_set, random_block, stack_forward
 from absorb.experiments.base import (
     EXACT_TOL,
     Array,
@@ -22,7 +22,7 @@ from absorb.experiments.base import (
     _series,
     decade,
 )
-from absorb.search import fit_residual_free, planted_block, planted_block_and_set
+from absorb.search import fit_residual_free
 from absorb.stacks.fit import fit_stack, flatten
 
 #: Separation (generic floor ÷ planted error) that "agrees" asks for, as issue 8 sets it.

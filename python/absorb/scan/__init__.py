@@ -6,5 +6,6 @@
   (``--scheduler``, the ``scan`` extra);
 * :mod:`.cache` — per-layer results keyed by content digest, options and version;
 * :mod:`.driver` — the scan itself: plan, digests, cache, progress, streamed results;
+* :mod:`.inspect` — ``inspect_checkpoint``: detection, then the scan, in one result;
 * :mod:`.summary` — the output folder: the JSON, a table (HTML) and a figure (PNG).
 """

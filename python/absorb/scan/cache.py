@@ -28,6 +28,7 @@ from absorb.errors import AbsorbError
 from absorb.files import write_atomic
 from absorb.rationals import RationalMatrix
 from absorb.scan.tasks import LayerTask, Outcome
+from absorb.serialize import plain
 
 MATRIX = "__rational_matrix__"
 
@@ -60,8 +61,6 @@ class LayerCache:
             return None  # absent or damaged: recomputed and rewritten
 
     def put(self, key: str, outcome: Outcome) -> None:
-        from absorb.cli import plain
-
         if self._prepare is not None:
             self._prepare()
             self._prepare = None

@@ -35,7 +35,7 @@ from absorb.stacks.cone import (
 from absorb.stacks.exact import exact_weights
 from absorb.stacks.narrow import check_determinants
 from absorb.theory.applicable import applicable_stack_theorems
-from absorb.theory.common import SCOPE, stored_weights, verify_functions
+from absorb.theory.common import SCOPE, check_maps, stored_weights
 from absorb.verdicts import (
     Absorbed,
     ExactCheck,
@@ -126,7 +126,7 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCh
                             for m in matches)),
         construction={"construction": "image_cone" if cone else "index_set_per_layer",
                       "absorbing_stack": [_weights_json(m) for m in matches]},
-        check=verify_functions(partial(stack_forward, blocks), partial(stack_forward, H),
+        check=check_maps(partial(stack_forward, blocks), partial(stack_forward, H),
                                blocks[0].d, rng),
         details=extra)
 

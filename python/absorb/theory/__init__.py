@@ -36,12 +36,14 @@ from absorb.theory.applicable import (
 )
 from absorb.theory.common import (
     SCOPE,
+    Evidence,
+    SearchEvidence,
     absorbing_block,
+    check_construction,
     evidence,
     stored_block_json,
     stored_weights,
     subject,
-    verify_construction,
 )
 from absorb.theory.index_sets import (
     COLLINEAR_TOL,
@@ -74,6 +76,8 @@ __all__ = [
     "LINEARIZATION_TS",
     "SCOPE",
     "Applicable",
+    "Evidence",
+    "SearchEvidence",
     "Storage",
     "absorbing_block",
     "applicable_stack_theorems",
@@ -92,13 +96,15 @@ __all__ = [
 ]
 
 
-def decide(block: Block, *, rng: np.random.Generator, search: bool = True,
+def decide(block: Block, *, rng: np.random.Generator, search: SearchEvidence = None,
            tol: float | None = None, candidate: Sequence[int] | None = None) -> Verdict:
     """The verdict on one skip block (see the module docstring).
 
     ``tol`` overrides the storage tolerance (default: the unit roundoff of the detected
     storage format; FLOAT64_TOL for float64): it can make a failure ``absorbable up to
-    rounding``, never ``absorbed``. ``candidate`` is an index set to check first.
+    rounding``, never ``absorbed``. ``candidate`` is an index set to check first. ``search``
+    is the numerical evidence an ``undetermined`` verdict carries (e.g.
+    ``absorb.search.evidence.fit_evidence``); the verdict never runs a fit of its own.
     """
     check_tol(tol)
     if not block.residual:
@@ -111,7 +117,7 @@ def decide(block: Block, *, rng: np.random.Generator, search: bool = True,
                   block.b_down, residual=False)
         return Absorbed(subject=subj, proof=zero, reason="A = 0 exactly: the block is already "
                         "residual-free", construction={"absorbing_block": stored_block_json(block)},
-                        check=verify_construction(block, h, rng))
+                        check=check_construction(block, h, rng))
     how = applicable_theorems(block)
     if how.path == "linear":
         return decide_linear(block, rng, subj)

@@ -5,27 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from absorb.blocks import Array, Block
 from absorb.certificates import as_fractions
 from absorb.errors import AbsorbError
-from absorb.search import fit_residual_free
 from absorb.verdicts import Subject
 
-VERIFY_SCALES = (1e-2, 1.0, 1e2)
-VERIFY_POINTS = 256
-# Small, fast search settings for the evidence attached to `undetermined` verdicts.
-EVIDENCE_RESTARTS, EVIDENCE_STEPS, EVIDENCE_SAMPLES = 2, 300, 512
+CHECK_SCALES = (1e-2, 1.0, 1e2)
+CHECK_POINTS = 256
 SCOPE = ("the verdict is about the abstract block A x + MLP(x), as in the paper; a real "
          "transformer layer also holds a LayerNorm, which this question leaves aside")
-# A fit is evidence only: it can miss an absorbing block (a positive control can fail at some
-# seeds) and a small error is not an equality, so it never decides a verdict by itself.
-EVIDENCE_NOTE = ("weak numerical evidence: the best fit of a residual-free block of the same "
-                 "width; a small error does not prove absorbability and a large one does not "
-                 "prove impossibility")
+#: Numerical evidence for an ``undetermined`` verdict, given by the caller (the verdicts never
+#: run a fit themselves): ``absorb.search.evidence.fit_evidence``, or a test's stand-in.
+Evidence = Callable[[Block, np.random.Generator], dict[str, object]]
+#: What ``decide(search=...)`` accepts: the evidence to attach, or None / False for none.
+SearchEvidence = Evidence | None | Literal[False]
 
 
 def subject(block: Block) -> Subject:
@@ -57,24 +54,26 @@ def absorbing_block(block: Block, S: Sequence[int]) -> Block:
                  b_up=c_up, b_down=c_down, residual=False)
 
 
-def verify_construction(block: Block, h: Block, rng: np.random.Generator) -> dict[str, object]:
-    """max |h(X) − f(X)| (absolute and relative to max |f(X)|) on Gaussian X at each scale."""
-    return verify_functions(block, h, block.d, rng)
+def check_construction(block: Block, h: Block, rng: np.random.Generator) -> dict[str, object]:
+    """The numerical check of a construction h of ``block`` (the verdict's ``check``):
+    max |h(X) − f(X)| (absolute and relative to max |f(X)|) on Gaussian X at each scale.
+    ("verify" is kept for the Lean build, ``absorb verify``.)"""
+    return check_maps(block, h, block.d, rng)
 
 
-def verify_functions(f: Callable[[Array], Array], h: Callable[[Array], Array], d: int,
-                     rng: np.random.Generator) -> dict[str, object]:
-    """:func:`verify_construction` for any maps of ℝ^d (batches as rows), e.g. stacks."""
+def check_maps(f: Callable[[Array], Array], h: Callable[[Array], Array], d: int,
+               rng: np.random.Generator) -> dict[str, object]:
+    """:func:`check_construction` for any maps of ℝ^d (batches as rows), e.g. stacks."""
     rows = []
-    for scale in VERIFY_SCALES:
-        X = scale * rng.standard_normal((VERIFY_POINTS, d))
+    for scale in CHECK_SCALES:
+        X = scale * rng.standard_normal((CHECK_POINTS, d))
         fX = f(X)
         err = float(np.max(np.abs(h(X) - fX)))
         rows.append({"scale": scale, "max_abs_error": err,
                      "relative_error": err / max(float(np.max(np.abs(fX))), np.finfo(float).tiny)})
     return {"max_abs_error": max(float(r["max_abs_error"]) for r in rows),
             "max_relative_error": max(float(r["relative_error"]) for r in rows),
-            "errors_by_scale": rows, "points_per_scale": VERIFY_POINTS}
+            "errors_by_scale": rows, "points_per_scale": CHECK_POINTS}
 
 
 def weights_json(h: Block) -> dict[str, object]:
@@ -86,13 +85,10 @@ def weights_json(h: Block) -> dict[str, object]:
     return out
 
 
-def evidence(block: Block, rng: np.random.Generator, run: bool) -> dict[str, object] | None:
-    if not run:
-        return None
-    evidence = fit_residual_free(block, restarts=EVIDENCE_RESTARTS, steps=EVIDENCE_STEPS,
-                                 samples=EVIDENCE_SAMPLES, rng=rng).to_json()
-    evidence["note"] = EVIDENCE_NOTE
-    return evidence
+def evidence(block: Block, rng: np.random.Generator, search: SearchEvidence
+             ) -> dict[str, object] | None:
+    """The caller's evidence on ``block`` (``search(block, rng)``), None when none was asked."""
+    return search(block, rng) if search else None
 
 
 def stored_biases(block: Block) -> tuple[Any, Any]:

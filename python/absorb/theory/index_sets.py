@@ -32,11 +32,12 @@ from absorb.certificates.rounding import (
 from absorb.errors import AbsorbError
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.common import (
+    SearchEvidence,
     absorbing_block,
+    check_construction,
     evidence,
     exact_absorbing_weights,
     stored_weights,
-    verify_construction,
     weights_json,
 )
 from absorb.verdicts import (
@@ -267,7 +268,7 @@ def _absorbed(block: Block, proof: ExactCheck, rng: np.random.Generator, subject
                                     f"size {len(proof.S)}; the sign-flip construction absorbs "
                                     "the skip",
                     construction={"absorbing_block": exact_absorbing_weights(block, proof.S)},
-                    check=verify_construction(block, h, rng), details=details)
+                    check=check_construction(block, h, rng), details=details)
 
 
 def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSearch,
@@ -302,7 +303,7 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
         details={"stored_weights_exactly": exactly,
                  "certificate": _certificate(result, A, block.d),
                  "corrected_absorbing_block": weights_json(h),
-                 "corrected_construction_check": verify_construction(fixed, h, rng),
+                 "corrected_construction_check": check_construction(fixed, h, rng),
                  "index_set_search": result.to_json()})
 
 
@@ -326,7 +327,7 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
 EXACT_RANK_MAX_D = 128
 
 
-def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
+def decide_index_set(block: Block, rng: np.random.Generator, search: SearchEvidence,
                      subject: Subject, tol: float | None,
                      candidate: Sequence[int] | None) -> Verdict:
     """The verdict of an odd-part-linear ungated block with A ≠ 0 (see the module docstring)."""
@@ -352,7 +353,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, run_search: bool,
                      unmet: Sequence[str] = ()) -> Undetermined:
         return Undetermined(subject=subject, reason=reason, unmet_hypotheses=tuple(unmet),
                             details={**details, "certificate": cert,
-                                     "search": evidence(block, rng, run_search)})
+                                     "search": evidence(block, rng, search)})
 
     if result.status == "found":
         assert result.S is not None  # "found" always carries S (certificates' contract)

@@ -17,7 +17,7 @@ import numpy as np
 from absorb.blocks import Block
 from absorb.certificates import as_fractions
 from absorb.certificates._inputs import rref
-from absorb.theory.common import stored_biases, stored_weights, verify_construction
+from absorb.theory.common import check_construction, stored_biases, stored_weights
 from absorb.verdicts import (
     Absorbed,
     NotAbsorbed,
@@ -69,7 +69,7 @@ def decide_linear(block: Block, rng: np.random.Generator, subject: Subject) -> V
         construction={"absorbing_block": weights,
                       "certificate": ({"rank": rank, "exact": True} if rank is not None
                                       else {"rank_at_most": d, "exact": True})},
-        check=verify_construction(block, h, rng))
+        check=check_construction(block, h, rng))
 
 
 def _exact_linear_weights(block: Block, L: np.ndarray) -> dict[str, object]:

@@ -1,60 +1,33 @@
-"""``absorb search``: the fit, what the theory predicts for it, its bounds and a positive control.
+"""``absorb search``: numerical fits of residual-free blocks to a skip block (or a stack), what
+the theory predicts for them, their lower bounds and a positive control.
 
-The prediction is computed from the target's weights by the theory's own tools (the index-set
-search and its certificates) — only to *explain* the number; the search never sees it.
+The prediction is computed from the target's weights by the theory's own tools (the exact
+index-set search and its certificates) — only to *explain* the number; the fits never see it.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 
 import numpy as np
 
-from absorb.blocks import Block, random_block
+from absorb.blocks import Block, planted_block, random_block
+from absorb.budget import require, search_cost
+from absorb.commands.options import (
+    add_block_options,
+    block_from_options,
+    no_sizes_with_weights,
+    positive,
+)
+from absorb.commands.result import Result
 from absorb.errors import AbsorbError
 from absorb.search.fit import DEFAULT_STEPS, SearchResult, default_samples, fit_residual_free
+from absorb.theory import applicable_theorems, decide, stored_weights
+from absorb.verdicts import Absorbed, Impossible, NotAbsorbed, exact_zero_skip
 
-__all__ = [
-    "explain_lines",
-    "planted_block",
-    "planted_block_and_set",
-    "prediction",
-    "resolve_settings",
-    "run_search",
-]
-
-
-def planted_block(block_like: Block, rng: np.random.Generator, size: int | None = None) -> Block:
-    """A random block of ``block_like``'s kind and size with a planted index set
-    (see :func:`planted_block_and_set`)."""
-    return planted_block_and_set(block_like, rng, size)[0]
-
-
-def planted_block_and_set(block_like: Block, rng: np.random.Generator, size: int | None = None
-                          ) -> tuple[Block, list[int]]:
-    """A random block of ``block_like``'s kind and size with an index set S of ``size`` units
-    (default d + 1, at most n), and S (W_up[T] well-conditioned):
-    W_down[:,T] = (−A − W_down[:,S∖T] W_up[S∖T]) W_up[T]⁻¹ for the first d units T of a random
-    S, so W_down[:,S] W_up[S,:] = −A and the block is absorbable at its own width
-    (index_set_sufficient). Needs n ≥ d."""
-    d, n = block_like.d, block_like.n
-    if n < d:
-        raise AbsorbError(f"no index set fits in n = {n} < d = {d} units")
-    k = min(n, d + 1) if size is None else size
-    base = random_block(block_like.activation, d, n, rng, biases=block_like.has_biases,
-                        skip=block_like.A_skip)
-    W_up, W_down = base.W_up.copy(), base.W_down.copy()
-    # a well-conditioned W_up[T] (redrawn otherwise): an ill-conditioned one makes W_down huge
-    # and the block an accident of cancellation rather than a test instance
-    for _ in range(100):
-        S = rng.choice(n, size=k, replace=False)
-        T, rest = S[:d], S[d:]
-        if np.linalg.cond(W_up[T]) < 30:
-            break
-    W_down[:, T] = (-base.skip_matrix() - W_down[:, rest] @ W_up[rest]) @ np.linalg.inv(W_up[T])
-    block = Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down,
-                  block_like.A_skip)
-    return block, sorted(int(i) for i in S)
+NAME = "search"
+HELP = "numerical counterexample search (residual-free fits)"
 
 
 def prediction(block: Block, width: int) -> dict[str, object]:
@@ -65,9 +38,6 @@ def prediction(block: Block, width: int) -> dict[str, object]:
     :func:`absorb.theory.applicable_theorems`; at the block's own width the prediction is
     ``check``'s verdict itself (``verdict``), built by :func:`absorb.theory.decide`.
     """
-    from absorb.theory import applicable_theorems, decide, stored_weights
-    from absorb.verdicts import Absorbed, Impossible, NotAbsorbed, exact_zero_skip
-
     if exact_zero_skip(stored_weights(block)[2]) is not None:
         return {"expect": "zero", "text": "A = 0: the block is residual-free already; expect ≈ 0"}
     how = applicable_theorems(block)
@@ -142,11 +112,11 @@ def resolve_settings(block: Block, width_factor: float, engine: str, steps: int 
 
 def _errors_text(errors: object) -> str:
     assert isinstance(errors, dict)
-    return ", ".join(f"{float(s):g}: {e:.3g}" for s, e in errors.items())
+    return ", ".join(f"{float(s):g}: {float(e):.3g}" for s, e in errors.items())
 
 
-def explain_lines(out: dict[str, object]) -> list[str]:
-    """The text form of :func:`run_search`'s object."""
+def fit_lines(out: dict[str, object]) -> list[str]:
+    """The text form of :func:`fit_and_explain`'s object."""
     t = out["target"]
     assert isinstance(t, dict)
     pred = out["prediction"]
@@ -177,7 +147,7 @@ def explain_lines(out: dict[str, object]) -> list[str]:
     return lines
 
 
-def run_search(
+def fit_and_explain(
     block: Block,
     *,
     width_factor: float = 1.0,
@@ -191,7 +161,8 @@ def run_search(
     time_budget: float | None = None,
     progress: bool = False,
 ) -> dict[str, object]:
-    """``absorb search``: fit at width ⌈width_factor·n⌉ and explain the number (JSON object).
+    """``absorb search`` on one block: fit at width ⌈width_factor·n⌉ and explain the number
+    (JSON object).
 
     The positive control (unless ``control=False``) is a block of the same size fitted by the
     same code with the same settings: a planted index set for odd-part-linear ungated kinds,
@@ -233,3 +204,74 @@ def run_search(
         "independence": ("independent of the theory: random starts only" if res.independent
                          else "NOT independent: one restart starts from the target's weights"),
     }
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    add_block_options(p)
+    p.add_argument("--width-factor", type=positive(float), default=1.0,
+                   help="width of the fitted blocks, as a multiple of n")
+    p.add_argument("--restarts", type=positive(int), default=4,
+                   help="independent random initialisations; the best one is reported")
+    p.add_argument("--steps", type=positive(int), default=None,
+                   help="LM iterations per stage (default 200) or Adam steps (default 1500) "
+                        "per restart; for a stack, LM steps per restart (default 200)")
+    p.add_argument("--samples", type=positive(int), default=None,
+                   help="training inputs per input scale (default: 8 per unit, 64 to 512, for "
+                        "lm; 2048 for adam; 128 for a stack); as many held-out pairs (x, 2x)")
+    p.add_argument("--engine", choices=("lm", "adam"), default="lm",
+                   help="lm: variable projection + Levenberg-Marquardt (default); adam")
+    p.add_argument("--time-budget", type=positive(float), default=None, metavar="SECONDS",
+                   help="stop cleanly after this many seconds (the output says so)")
+    p.add_argument("--no-control", action="store_true",
+                   help="skip the positive control (a planted block of the same size)")
+    p.add_argument("--init-from-target", action="store_true",
+                   help="add one restart from the target's own weights (NOT independent of "
+                        "the theory; labelled so in the output)")
+
+
+def fit_stack_file(args: argparse.Namespace) -> Result:
+    """``absorb search --weights STACK``: fit residual-free stacks of the same widths."""
+    from absorb.activations import get_activation
+    from absorb.stacks import load_stack
+    from absorb.stacks.fit import STACK_SAMPLES, STACK_STEPS, fit_stack
+
+    if args.width_factor != 1.0:
+        raise AbsorbError("--width-factor is for single blocks; a stack is fitted with its "
+                          "own widths")
+    no_sizes_with_weights(args)
+    blocks = load_stack(args.weights, get_activation(args.activation))
+    steps = STACK_STEPS if args.steps is None else args.steps
+    samples = STACK_SAMPLES if args.samples is None else args.samples
+    res = fit_stack(blocks, rng=np.random.default_rng(args.seed), restarts=args.restarts,
+                    samples=samples, steps=steps,
+                    init_from_target=args.init_from_target).to_json()
+    out = {"stack": True, "activation": blocks[0].activation.name, "d": blocks[0].d,
+           "depth": len(blocks), **res}
+    return Result(out, [
+        f"{out['activation']} stack d={out['d']}, depth {len(blocks)}, widths "
+        f"{res['widths']}; residual-free stack fits, {args.restarts} restarts x at most "
+        f"{steps} Levenberg-Marquardt steps, {samples} samples per scale",
+        "best held-out relative error per input scale: "
+        + _errors_text(res["relative_error"]),
+        *(["restart 0 started from the target's own weights (--init-from-target): "
+           "not independent of the target"] if args.init_from_target else [])])
+
+
+def run(args: argparse.Namespace) -> Result:
+    from absorb.stacks import is_stack_file
+
+    if args.weights is not None and is_stack_file(args.weights):
+        return fit_stack_file(args)
+    block = block_from_options(args)[0]
+    width, steps, samples = resolve_settings(block, args.width_factor, args.engine, args.steps,
+                                             args.samples)
+    runs = 1 if args.no_control else 2
+    require(search_cost(block.d, block.n, width, samples=samples, steps=steps,
+                        restarts=args.restarts * runs),
+            f"a search of width {width} with {samples} samples, {args.restarts} restarts "
+            f"x {steps} steps")
+    out = fit_and_explain(block, width_factor=args.width_factor, restarts=args.restarts,
+                          steps=steps, samples=samples, seed=args.seed, engine=args.engine,
+                          control=not args.no_control, init_from_target=args.init_from_target,
+                          time_budget=args.time_budget, progress=True)
+    return Result(out, fit_lines(out))

@@ -1,4 +1,5 @@
-"""The checker's JSON format (``lake exe absorb-check FILE.json``), written for third parties.
+"""``check --certificate-out/--export-lean``: the Lean checker's JSON format
+(``lake exe absorb-check FILE.json``), written for third parties.
 
 Format ``absorb-check/2``. Keys: ``format``, ``activation`` (``"relu"`` or ``"gelu"``),
 ``W_up`` (n rows of d entries), ``W_down`` (d rows of n entries), optional ``A_skip`` (d×d,
@@ -31,6 +32,7 @@ from absorb.blocks import Block
 from absorb.errors import AbsorbError
 from absorb.files import write_atomic
 from absorb.rationals import RationalMatrix
+from absorb.theory.common import stored_biases, stored_weights
 from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict
 
 __all__ = ["FORMAT", "checker_document", "ensure_writable", "export_document",
@@ -117,9 +119,6 @@ def export_document(verdict: Verdict, block: Block, *, certificate: bool
     (``certificate``, or a not_absorbed verdict) from ``certificate.dual``, else the exact
     ``S`` of an absorbed verdict. AbsorbError (nothing written) when there is none, or when
     the file could not say what the verdict is about."""
-    from absorb.theory import stored_weights
-    from absorb.theory.common import stored_biases
-
     activation, with_biases, note = _exported_block(block)
     W_up, W_down, A = stored_weights(block)
     b_up, b_down = stored_biases(block) if with_biases else (None, None)

@@ -1,0 +1,113 @@
+"""``absorb inspect``: the verdict on every MLP block of a safetensors checkpoint, optionally
+written to a scan folder (``--out``) or streamed one layer per line (``--jsonl``)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
+from absorb.commands.options import layer_pattern, positive, seed_type, tol_type
+from absorb.commands.result import Result
+from absorb.serialize import write_json
+
+NAME = "inspect"
+HELP = "check every MLP block of a safetensors checkpoint"
+
+
+class _JsonLines(argparse.Action):
+    """``--jsonl``: JSON on stdout (``--json``), one line per layer as it is decided."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        namespace.json = namespace.jsonl = True
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="a .safetensors file, a folder, or a sharded "
+                   "checkpoint's *.safetensors.index.json (config.json read from beside it), "
+                   "or a Hugging Face model id org/name[@revision] read through the Hub cache "
+                   "(extra absorb[hub]; a local path of that name wins)")
+    p.add_argument("--arch", help="architecture, overriding detection (one of: "
+                   f"{', '.join(ARCHITECTURE_NAMES)})")
+    p.add_argument("--up", type=layer_pattern,
+                   help="up-projection key pattern, {i} = layer (instead of detection; "
+                   "nn.Linear layout)")
+    p.add_argument("--down", type=layer_pattern,
+                   help="down-projection key pattern, {i} = layer")
+    p.add_argument("--gate", type=layer_pattern,
+                   help="gate key pattern, {i} = layer (gated activations)")
+    p.add_argument("--activation", help="a catalog name; needed with --up/--down, else it "
+                   "overrides the detected activation")
+    p.add_argument("--tol", type=tol_type, default=None,
+                   help="relative precision of the stored weights for 'absorbable up to "
+                        "rounding', at most 1e-2; never makes a layer absorbed (default: "
+                        "the unit roundoff of each layer's storage format)")
+    p.add_argument("--search", action="store_true",
+                   help="also run the numerical search on undetermined layers (slow)")
+    p.add_argument("--seed", type=seed_type, default=0,
+                   help="random seed, a non-negative integer (same seed, same output)")
+    p.add_argument("--workers", type=positive(int), default=1, metavar="N",
+                   help="layers decided at a time by local processes (each gets cores/N BLAS "
+                        "threads); the plan refuses a number that would not fit in memory")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run each layer as a task on a Dask distributed cluster, e.g. "
+                        "tcp://host:8786 (extra absorb[scan]); workers read the weights from "
+                        "the path or their Hub cache (default: local)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="scan folder: inspect.json, summary.html and summary.png (table and "
+                        "figure of every layer), and cache/ (per-layer results: a rerun with "
+                        "the same DIR resumes) (default: nothing written)")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                   help="per-layer result cache, keyed by tensor content, options and version "
+                        "(default: DIR/cache with --out, else none)")
+    p.add_argument("--jsonl", action=_JsonLines, nargs=0,
+                   help="JSON lines on stdout: one per layer as it is decided, then the rest "
+                        "of the --json object")
+    p.add_argument("--device", default="cpu",
+                   help="where the certificate's dense phases run: cpu (numpy), cpu-torch "
+                        "(torch on the CPU) or cuda (torch on a GPU); torch needs the extra "
+                        "absorb[torch]")
+    p.set_defaults(jsonl=False)
+
+
+def run(args: argparse.Namespace) -> Result:
+    from absorb.checkpoints import text_lines
+    from absorb.checkpoints.inspection import summary_rows
+    from absorb.scan.inspect import inspect_checkpoint
+    from absorb.scan.summary import check_out, prepare_out, write_outputs
+
+    out = None if args.out is None else check_out(args.out)
+    cache = args.cache_dir if args.cache_dir is not None else (
+        None if out is None else out / "cache")
+
+    def stream(row: dict[str, object]) -> None:
+        write_json(row, sys.stdout)
+        sys.stdout.flush()
+
+    res = inspect_checkpoint(
+        args.checkpoint, arch=args.arch, up=args.up, down=args.down, gate=args.gate,
+        activation=args.activation, search=args.search, tol=args.tol, seed=args.seed,
+        progress=True, keep_certificates=out is not None or (args.json and not args.jsonl),
+        workers=args.workers, scheduler=args.scheduler, cache_dir=cache, device=args.device,
+        on_layer=stream if args.jsonl else None,
+        prepare=None if out is None or args.cache_dir is not None else
+        lambda: prepare_out(out))
+    if out is not None:
+        prepare_out(out)
+        buf = io.StringIO()
+        write_json(res, buf)
+        res["written"] = write_outputs(out, res, buf.getvalue(), summary_rows)
+    scan = cast(dict[str, Any], res["scan"])
+    cache_text = f" {scan['cache']}" if scan["cache"] else ""
+    lines = [*text_lines(res),
+             f"scan: {scan['computed_layers']} layers decided by {scan['runner']} (device "
+             f"{scan['device']}), {scan['cached_layers']} read from the cache{cache_text}, in "
+             f"{scan['seconds']:.3g} s; predicted {scan['plan']['predicted_seconds']:.3g} s"]
+    lines += [f"written: {f}" for f in cast(list[str], res.get("written", []))]
+    if args.jsonl:  # the layers are on the lines before: the last line is the rest
+        res = {k: v for k, v in res.items() if k != "layers"}
+    return Result(res, lines)
