@@ -89,11 +89,11 @@ theorem relu_add_relu_neg (z : ℝ) : relu z + relu (-z) = |z| := by
 /-- Coordinate `r` of an ungated block (used for the paper's Theorem 8):
 `(W_down σ(W_up x))_r = ∑_i (W_down)_{r i} σ(b_iᵀx)`, with `b_iᵀ` row `i` of `W_up`. -/
 theorem ungatedMap_apply (σ : ℝ → ℝ) (W : UngatedWeights d n) (x : Fin d → ℝ) (r : Fin d) :
-    ungatedMap σ W x r = ∑ i, W.down r i * σ (W.up i ⬝ᵥ x) :=
+    ungatedMap σ W x r = ∑ i, W.down r i * σ (W.up i ⬝ᵥ x) := by
   -- Definitional: `ungatedMap` is `W_down *ᵥ …`, `*ᵥ` a `dotProduct`, a `Finset.sum`. `rfl` checks
   -- this at default transparency, where the semiring-derived `*`/`+` instances inside `mulVec`
-  -- unfold to those of `ℝ` on the right (a `simp only` proof would have to close that gap itself).
-  rfl
+  -- unfold to those of `ℝ` on the right; unfolding with `simp` is the fallback.
+  first | rfl | simp [ungatedMap, Matrix.mulVec, dotProduct]
 
 /-- Coordinate `r` of the equation "residual-free ReLU block `V` = ReLU skip block `(A, W)`"
 at the point `x` (used for the paper's Theorem 8). -/
