@@ -6,8 +6,8 @@ import Mathlib.Probability.CDF
 # The exact GELU: its gate's limits come from Mathlib's CDF
 
 The exact GELU is `z ↦ z · Φ(z)` with `Φ` the CDF of the standard normal law. Mathlib's
-`ProbabilityTheory.cdf μ` is the CDF of a real measure `μ`, and `ProbabilityTheory.tendsto_cdf_atTop`,
-`ProbabilityTheory.tendsto_cdf_atBot` give its limits `1` at `+∞` and `0` at `-∞` for every `μ`.
+`ProbabilityTheory.cdf μ` is the CDF of a real measure `μ`, and
+`ProbabilityTheory.tendsto_cdf_atTop`, `ProbabilityTheory.tendsto_cdf_atBot` give its limits `1` at `+∞` and `0` at `-∞` for every `μ`.
 So for every real measure `μ` — the exact GELU is `μ = ProbabilityTheory.gaussianReal 0 1` —
 `z ↦ z · cdf μ z` is ReLU at infinity with no assumption left: the hypotheses `Φ → 1` at `+∞`,
 `Φ → 0` at `-∞` of `Absorb.reluAtInfinity_geluWith` are proved, not assumed. (The symmetry
