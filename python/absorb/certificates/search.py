@@ -33,7 +33,7 @@ import scipy.linalg as sla
 from numpy.typing import NDArray
 
 from absorb.budget import available_memory, human_bytes, human_seconds
-from absorb.certificates._inputs import Weights, exact_rank, prepare
+from absorb.certificates._inputs import Weights, prepare, rank
 from absorb.certificates.dual import (
     DualCertificate,
     certify,
@@ -284,7 +284,7 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
             ) -> IndexSetSearch:
         return IndexSetSearch(status, S, how, True, rel, detail, cert, plan, tuple(notes))
 
-    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()), exact_rank)
+    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()), rank)
     if early is not None:
         return out(*early)
     if rel.residual_exact != 0:

@@ -1,9 +1,10 @@
 """Independent checks of certificates, rigorous for the stored numbers.
 
 This module shares no code with the producers (relaxation, LP, search): it parses its inputs
-itself and recomputes everything from the stored weights. Every float16/bfloat16/float32/
-float64 value is a dyadic rational m·2^e, so the stored weights ARE rationals and the checks
-below are statements about exactly those numbers.
+itself and recomputes everything from the stored weights (the exact index-set check uses the
+bottom-layer :mod:`absorb.exact`, which no producer's result enters). Every float16/
+bfloat16/float32/float64 value is a dyadic rational m·2^e, so the stored weights ARE
+rationals and the checks below are statements about exactly those numbers.
 
 Dual certificate (THEORY.md, dual certificate). For Y ∈ ℚ^{d×d} put c_i = a_iᵀ Y b_i (a_i
 column i of W_down, b_i row i of W_up). If Σ_{i∈S} a_i b_iᵀ = −A for some S then
@@ -32,6 +33,8 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+
+from absorb.exact import index_set_holds
 
 __all__ = ["EXACT_OPS", "DualCheck", "check_dual", "check_index_set", "parse_matrix"]
 
@@ -178,18 +181,15 @@ def check_dual(W_up: Any, W_down: Any, Y: Any, A: Any = None, *,
 
 
 def check_index_set(W_up: Any, W_down: Any, S: Any, A: Any = None) -> bool:
-    """Whether W_down[:,S] W_up[S,:] = −A holds exactly for the stored values."""
-    d = np.shape(W_down)[0]
-    idx = [int(i) for i in S]
-    n = np.shape(W_up)[0]
-    if len(set(idx)) != len(idx) or any(not 0 <= i < n for i in idx):
-        raise ValueError(f"S must hold distinct indices in [0, {n})")
-    A_q = parse_matrix(np.eye(d, dtype=int) if A is None else A)
-    if not idx:
-        return bool(np.all(A_q == 0))
-    # only the rows and columns of S enter: parse those, not the whole n×d matrices
-    Nu, Du = _integers(parse_matrix(np.asarray(W_up)[idx, :]))
-    Nd, Dd = _integers(parse_matrix(np.asarray(W_down)[:, idx]))
-    Na, Da = _integers(A_q)
-    # Nd Nu / (Dd Du) = −Na / Da  ⟺  Da·(Nd Nu) = −(Dd Du)·Na
-    return bool(np.all(Da * (Nd @ Nu) == -(Dd * Du) * Na))
+    """Whether W_down[:,S] W_up[S,:] = −A holds EXACTLY for the stored values (A = I if None).
+
+    Contract: the inputs are read as the rationals they store — float arrays (any dtype) as
+    their dyadic values, object arrays of Fractions, integers or "p/q" strings as written; no
+    value passes through a float conversion and no tolerance is applied. S = ∅ holds iff
+    A = 0. Raises ValueError for bad shapes or an S that is not a set of distinct indices in
+    [0, n). Cost: only the columns S of W_down and rows S of W_up are read; the identity is
+    decided by integer scaling and products modulo primes on float64 BLAS
+    (:func:`absorb.exact.product_equals`, proof there) — a few GEMMs of size d×|S|×d, one
+    when the scaled integers are small, and one prime (one GEMM) to reject a wrong S.
+    """
+    return index_set_holds(W_up, W_down, S, A)

@@ -1,0 +1,432 @@
+"""Exact arithmetic on stored weights: rationals, integer scaling, and products checked on BLAS.
+
+The bottom layer for every exact decision (certificates, theory, stacks). Every stored
+float16/bfloat16/float32/float64 value is a dyadic rational m·2^e, so the stored weights ARE
+rationals; exact input arrives as ``fractions.Fraction`` (or integers, or "p/q" strings).
+
+* Rationals: :func:`to_fraction`, :func:`as_fractions`, :func:`identity`, :func:`rref`,
+  :func:`rank` (fraction-free Gaussian elimination on integers; Python integers never round).
+* Integer scaling: :func:`integers` writes a matrix M as N·``scale`` with N an integer matrix
+  and ``scale`` an exact rational (a power of two for floats: 2^(smallest exponent)); huge
+  float exponent spreads are never expanded — N is kept as odd mantissas times powers of
+  two and only reduced modulo primes (:meth:`Scaled.residues`), so 2^520 or 10⁻³⁰⁰ cost
+  nothing extra.
+* Products on BLAS: :func:`matmul_mod` multiplies residue matrices modulo a prime p < 2²²
+  with float64 GEMMs that are exact (see its docstring), and :func:`product_equals` decides
+  X·Y = Z exactly from residues modulo enough primes (proof in its docstring), at the cost
+  of a few float GEMMs of the same size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from absorb.errors import AbsorbError
+
+__all__ = ["PRIMES", "Scaled", "as_fractions", "identity", "index_set_holds", "integers",
+           "matmul_mod", "product_equals", "rank", "rref", "safe_float", "to_fraction"]
+
+ObjArray = NDArray[np.object_]
+IntArray = NDArray[np.int64]
+
+#: Inner-dimension chunk of :func:`matmul_mod`: CHUNK·(p/2)² ≤ 2⁵³ for every prime below.
+CHUNK = 1 << 11
+#: Moduli bound: primes below 2²² (symmetric residues |x| < 2²¹, products < 2⁴²).
+_PRIME_CEILING = 1 << 22
+
+
+def _is_prime(m: int) -> bool:
+    if m < 2 or m % 2 == 0:
+        return m == 2
+    f = 3
+    while f * f <= m:
+        if m % f == 0:
+            return False
+        f += 2
+    return True
+
+
+def _primes_below(top: int, count: int) -> tuple[int, ...]:
+    out: list[int] = []
+    m = top - 1
+    while len(out) < count:
+        if _is_prime(m):
+            out.append(m)
+        m -= 1
+    return tuple(out)
+
+
+#: The 256 largest primes below 2²² (each > 2²¹·1.99): 256·21 bits cover any product bound of
+#: weights whose integer form needs up to about 2600 bits per entry; more are made on demand.
+PRIMES = _primes_below(_PRIME_CEILING, 256)
+
+
+@cache
+def _primes(count: int) -> tuple[int, ...]:
+    return PRIMES if count <= len(PRIMES) else _primes_below(_PRIME_CEILING, count)
+
+
+# --------------------------------------------------------------------------------------------
+# rationals
+
+
+def to_fraction(v: object) -> Fraction:
+    """A rational from a Fraction, an integer, a finite float (dyadic: exact) or a "p/q"
+    string."""
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        raise AbsorbError(f"non-numeric entry {v!r}")
+    if isinstance(v, (int, np.integer)):
+        return Fraction(int(v))
+    if isinstance(v, (float, np.floating)):
+        if not math.isfinite(float(v)):
+            raise AbsorbError("weights contain NaN or Inf")
+        return Fraction(float(v))
+    if isinstance(v, str):
+        try:
+            return Fraction(v.strip())
+        except (ValueError, ZeroDivisionError):
+            raise AbsorbError(f"{v!r} is not a rational 'p/q'") from None
+    raise AbsorbError(f"exact weights must be rationals, got {type(v).__name__}")
+
+
+def as_fractions(M: Any) -> ObjArray:
+    """Element-wise :func:`to_fraction` of an array (floats become their exact dyadic value)."""
+    arr = np.asarray(M)
+    if arr.size == 0:
+        return np.empty(arr.shape, dtype=object)
+    out: ObjArray = np.vectorize(to_fraction, otypes=[object])(arr)
+    return out
+
+
+def identity(d: int) -> ObjArray:
+    """The d×d identity over ℚ."""
+    eye: ObjArray = np.full((d, d), Fraction(0), dtype=object)
+    for i in range(d):
+        eye[i, i] = Fraction(1)
+    return eye
+
+
+def safe_float(q: Fraction | int | float) -> float:
+    """The float nearest to q, ±inf beyond the float range (no OverflowError), 0.0 below it."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
+def rref(M: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:
+    """Reduced row echelon form over ℚ (in place) and the pivot columns."""
+    rows = len(M)
+    cols = len(M[0]) if rows else 0
+    pivots: list[int] = []
+    r = 0
+    for col in range(cols):
+        if r == rows:
+            break
+        piv = next((i for i in range(r, rows) if M[i][col] != 0), None)
+        if piv is None:
+            continue
+        M[r], M[piv] = M[piv], M[r]
+        inv = 1 / M[r][col]
+        M[r] = [v * inv for v in M[r]]
+        for i in range(rows):
+            if i != r and M[i][col] != 0:
+                f = M[i][col]
+                M[i] = [vi - f * vr for vi, vr in zip(M[i], M[r], strict=True)]
+        pivots.append(col)
+        r += 1
+    return M, pivots
+
+
+def rank(M: Any) -> int:
+    """The exact rank of a matrix of rationals (Fractions, integers, floats as dyadics).
+
+    Each row is scaled by the lcm of its denominators (rank unchanged), then fraction-free
+    Gaussian elimination (Bareiss) runs on Python integers: every intermediate entry is a
+    minor of the matrix, so the numbers stay small and nothing rounds.
+    """
+    Q = as_fractions(M)
+    if Q.ndim != 2 or Q.size == 0:
+        return 0
+    rows_int: list[list[int]] = []
+    for row in Q:
+        m = math.lcm(*(q.denominator for q in row))
+        rows_int.append([q.numerator * (m // q.denominator) for q in row])
+    R = np.array(rows_int, dtype=object)
+    nrows, ncols = R.shape
+    r = 0
+    prev = 1
+    for col in range(ncols):
+        if r == nrows:
+            break
+        nz = np.flatnonzero(R[r:, col] != 0)
+        if nz.size == 0:
+            continue
+        p = r + int(nz[0])
+        if p != r:
+            R[[r, p]] = R[[p, r]]
+        piv = R[r, col]
+        below = R[r + 1 :]
+        # Bareiss: row_i ← (piv·row_i − a_i·row_r) / prev, exact division
+        R[r + 1 :] = (piv * below - np.outer(below[:, col], R[r])) // prev
+        prev = piv
+        r += 1
+    return r
+
+
+# --------------------------------------------------------------------------------------------
+# integer scaling
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A rational matrix M = N · ``scale``, N integer, kept without expanding huge integers.
+
+    Float source: N = ``mant`` · 2^``shift`` entry-wise (odd mantissas |mant| < 2⁵³, shifts
+    ≥ 0), scale = 2^(smallest exponent). Rational source: N = ``big`` (Python integers),
+    scale = 1/lcm(denominators). ``bits`` bounds every |N_ij| < 2^bits; ``max_abs`` is the
+    exact max |N_ij|.
+    """
+
+    shape: tuple[int, ...]
+    scale: Fraction
+    bits: int
+    max_abs: int
+    mant: IntArray | None = None
+    shift: IntArray | None = None
+    big: ObjArray | None = None
+
+    def residues(self, p: int) -> IntArray:
+        """N mod p, as int64 in [0, p)."""
+        if self.big is not None:
+            out: IntArray = np.asarray(np.mod(self.big, p), dtype=np.int64).reshape(self.shape)
+            return out
+        assert self.mant is not None and self.shift is not None
+        top = int(self.shift.max()) if self.shift.size else 0
+        pow2 = _pow2_table(p, top)
+        m = np.mod(self.mant, p)
+        return np.asarray((m * pow2[self.shift]) % p, dtype=np.int64)
+
+    def exact(self) -> ObjArray:
+        """N as Python integers (for small matrices: confirmations, tests)."""
+        if self.big is not None:
+            return self.big
+        assert self.mant is not None and self.shift is not None
+        out: ObjArray = np.empty(self.shape, dtype=object)
+        flat = out.reshape(-1)
+        for k, (m, s) in enumerate(zip(self.mant.reshape(-1).tolist(),
+                                       self.shift.reshape(-1).tolist(), strict=True)):
+            flat[k] = int(m) << int(s)
+        return out
+
+    def floats(self) -> NDArray[np.float64]:
+        """N as float64: exact when ``bits`` ≤ 53 (the caller's condition)."""
+        if self.big is not None:
+            return np.asarray(self.big.astype(np.float64), dtype=np.float64)
+        assert self.mant is not None and self.shift is not None
+        return np.asarray(np.ldexp(self.mant.astype(np.float64), self.shift), dtype=np.float64)
+
+    def is_zero(self) -> bool:
+        return self.max_abs == 0
+
+
+@cache
+def _pow2_table(p: int, top: int) -> IntArray:
+    """2^k mod p for k = 0..top."""
+    out = np.empty(top + 1, dtype=np.int64)
+    v = 1
+    for k in range(top + 1):
+        out[k] = v
+        v = (v * 2) % p
+    return out
+
+
+def _dyadic_parts(x: NDArray[np.float64]) -> tuple[IntArray, IntArray]:
+    """x = m·2^e exactly, m odd (or 0) int64 with |m| < 2⁵³, e int64 (any finite float64).
+
+    Read from the IEEE 754 bits: a normal number is (2⁵² + fraction)·2^(E−1075), a subnormal
+    fraction·2⁻¹⁰⁷⁴; trailing zero bits of m are moved into e (the lowest set bit of m is a
+    power of two, whose float64 exponent field gives its position exactly).
+    """
+    raw = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
+    ebits = ((raw >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    frac = (raw & np.uint64((1 << 52) - 1)).astype(np.int64)
+    normal = ebits != 0
+    m = np.where(normal, frac | (1 << 52), frac)
+    e = np.where(normal, ebits - 1075, -1074)
+    nz = m != 0
+    low = np.where(nz, m & -m, 1).astype(np.float64)
+    tz = ((low.view(np.uint64) >> np.uint64(52)).astype(np.int64) - 1023)
+    m >>= tz
+    m = np.where(raw >> np.uint64(63) != 0, -m, m)
+    return m, np.where(nz, e + tz, 0)
+
+
+def integers(M: Any) -> Scaled:
+    """M = N·scale with N integer (see :class:`Scaled`). Floats are read as the dyadic
+    rationals they are; object arrays as rationals (Fractions, integers, "p/q" strings)."""
+    arr = np.asarray(M)
+    if arr.dtype.kind in "biu" and arr.dtype != np.bool_:
+        arr = arr.astype(object)
+    if arr.dtype.kind == "f":
+        x = np.asarray(arr, dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise AbsorbError("weights contain NaN or Inf")
+        m, e = _dyadic_parts(x)
+        nz = m != 0
+        if not np.any(nz):
+            return Scaled(x.shape, Fraction(1), 0, 0, m, np.zeros_like(e))
+        emin = int(e[nz].min())
+        shift = np.where(nz, e - emin, 0)
+        # bit length of |m| (< 2^53, exact in float64): its float exponent field plus one
+        mbits = (np.abs(m).astype(np.float64).view(np.uint64) >> np.uint64(52)).astype(
+            np.int64) - 1022
+        bits = int((mbits + shift)[nz].max())
+        peak = float(np.max(np.abs(x)))
+        max_abs = int(Fraction(peak) / Fraction(2) ** emin)
+        return Scaled(x.shape, Fraction(2) ** emin, bits, max_abs, m, shift)
+    Q = as_fractions(arr)
+    den = math.lcm(1, *(q.denominator for q in Q.reshape(-1)))
+    big: ObjArray = np.empty(Q.shape, dtype=object)
+    flat = big.reshape(-1)
+    for k, q in enumerate(Q.reshape(-1)):
+        flat[k] = q.numerator * (den // q.denominator)
+    max_abs = max((abs(int(v)) for v in flat), default=0)
+    return Scaled(Q.shape, Fraction(1, den), max_abs.bit_length(), max_abs, big=big)
+
+
+# --------------------------------------------------------------------------------------------
+# products modulo primes
+
+
+def _reduce(C: NDArray[np.float64], p: int) -> NDArray[np.float64]:
+    """An integer congruent to C modulo p with |·| ≤ 3p/2, in place, for integer-valued
+    |C| < 2⁵³: q = rint(C/p) is within 1 of C/p, q·p and C − q·p are integers below 2⁵³, so
+    both are exact (``np.fmod`` is exact too, but several times slower)."""
+    q = np.rint(C * (1.0 / p))
+    q *= p
+    C -= q
+    return C
+
+
+def matmul_mod(X: IntArray, Y: IntArray, p: int) -> IntArray:
+    """X·Y mod p (entries of X, Y in [0, p), p < 2²²), exactly, with float64 GEMMs.
+
+    Why exact: the residues are shifted to the symmetric range |x| ≤ (p−1)/2 < 2²¹, so each
+    product is below 2⁴² in magnitude, and each GEMM sums at most CHUNK = 2¹¹ of them: every
+    partial sum, in any order BLAS chooses, is an integer of magnitude below 2⁵³, hence
+    represented exactly in float64 — no rounding occurs. Each chunk is reduced exactly
+    (:func:`_reduce`) before it is accumulated.
+    """
+    if p >= _PRIME_CEILING:
+        raise ValueError(f"modulus {p} is not below 2^22")
+    half = p // 2
+    Xs = np.where(half < X, X - p, X).astype(np.float64)
+    Ys = np.where(half < Y, Y - p, Y).astype(np.float64)
+    k = X.shape[1]
+    acc = np.zeros((X.shape[0], Y.shape[1]))
+    for k0 in range(0, k, CHUNK):
+        acc += _reduce(Xs[:, k0:k0 + CHUNK] @ Ys[k0:k0 + CHUNK], p)
+        _reduce(acc, p)
+    out: IntArray = np.mod(acc.astype(np.int64), p)
+    return out
+
+
+def product_equals(X: Any, Y: Any, Z: Any) -> bool:
+    """Whether X·Y = Z exactly (X a×k, Y k×b, Z a×b; floats as stored dyadics, or rationals).
+
+    Write X = Nx·sx, Y = Ny·sy, Z = Nz·sz (:func:`integers`) and sz/(sx·sy) = a/b in lowest
+    terms (b > 0). Then X·Y = Z ⟺ b·P = a·Nz with P = Nx·Ny, an integer identity.
+
+    * b | a·Nz_ij and gcd(a, b) = 1 give b | Nz_ij: if max|Nz| < b, equality needs Nz = 0
+      and P = 0 (a ≠ 0 unless Nz = 0).
+    * |P_ij| ≤ k·max|Nx|·max|Ny| ≤ L := k·2^bx·2^by. If a·max|Nz| > b·L some entry differs.
+    * Otherwise every |b·P_ij − a·Nz_ij| ≤ 2bL. Let M be a product of distinct primes with
+      M > 2bL. If b·P ≡ a·Nz (mod p) for each prime p | M, then M divides every difference
+      (Chinese remainder theorem), whose magnitude is below M: the differences are 0.
+
+    Cost: one :func:`matmul_mod` (a float64 GEMM of the same size) per prime, about
+    (bits(b) + bx + by + log₂k + 2)/21 primes (≈ 6 for float32 weights of ordinary spread),
+    stopping at the first prime that shows a difference. When 2bL < 2⁵³ a single float64
+    GEMM of the integer matrices is already exact and is used instead.
+    """
+    sx, sy, sz = integers(X), integers(Y), integers(Z)
+    if len(sx.shape) != 2 or len(sy.shape) != 2 or sx.shape[1] != sy.shape[0] \
+            or sz.shape != (sx.shape[0], sy.shape[1]):
+        raise ValueError("shapes must be X (a, k), Y (k, b), Z (a, b)")
+    k = sx.shape[1]
+    if sx.is_zero() or sy.is_zero() or k == 0:
+        return sz.is_zero()
+    q = sz.scale / (sx.scale * sy.scale)
+    a, b = q.numerator, q.denominator
+    if sz.max_abs < b:
+        return sz.is_zero() and _product_is_zero(sx, sy)
+    L_bits = sx.bits + sy.bits + k.bit_length()  # L = k·2^bx·2^by ≤ 2^L_bits
+    if a * sz.max_abs > b << L_bits:
+        return False
+    need = b.bit_length() + L_bits + 1  # 2bL < 2^need
+    if need < 53 and sx.bits < 53 and sy.bits < 53 and sz.bits < 53:
+        P = sx.floats() @ sy.floats()  # integer partial sums below 2^53: exact
+        return bool(np.array_equal(float(b) * P, float(a) * sz.floats()))
+    return _equal_mod_primes(sx, sy, sz, a, b, need)
+
+
+def _product_is_zero(sx: Scaled, sy: Scaled) -> bool:
+    """Nx·Ny = 0: |P_ij| ≤ L < M, so P ≡ 0 modulo primes with product M > L suffices."""
+    need = sx.bits + sy.bits + sx.shape[1].bit_length()
+    prod = 1
+    for p in _primes(need // 20 + 2):
+        if np.any(matmul_mod(sx.residues(p), sy.residues(p), p)):
+            return False
+        prod *= p
+        if prod.bit_length() > need:
+            return True
+    raise AssertionError("prime supply exhausted")
+
+
+def _equal_mod_primes(sx: Scaled, sy: Scaled, sz: Scaled, a: int, b: int, need: int) -> bool:
+    prod = 1
+    for p in _primes(need // 20 + 2):
+        P = matmul_mod(sx.residues(p), sy.residues(p), p)
+        lhs = (P * (b % p)) % p
+        rhs = (sz.residues(p) * (a % p)) % p
+        if not np.array_equal(lhs, rhs):
+            return False
+        prod *= p
+        if prod.bit_length() > need:  # M ≥ 2^(bitlen−1) ≥ 2^need > 2bL
+            return True
+    raise AssertionError("prime supply exhausted")
+
+
+def index_set_holds(W_up: Any, W_down: Any, S: Any, A: Any = None) -> bool:
+    """Whether W_down[:,S] W_up[S,:] = −A exactly on the given values (A = I when None).
+
+    Floats are their stored dyadic values; object arrays hold rationals. Only the columns S of
+    W_down and rows S of W_up are read. S = ∅ holds iff A = 0. Cost: a few float64 GEMMs of
+    size d×|S|×d (:func:`product_equals`).
+    """
+    Wu = np.asarray(W_up)
+    Wd = np.asarray(W_down)
+    if Wu.ndim != 2 or Wd.ndim != 2 or Wd.shape != (Wu.shape[1], Wu.shape[0]):
+        raise ValueError("shapes must be W_up (n, d) and W_down (d, n)")
+    n, d = Wu.shape
+    idx = [int(i) for i in S]
+    if len(set(idx)) != len(idx) or any(not 0 <= i < n for i in idx):
+        raise ValueError(f"S must hold distinct indices in [0, {n})")
+    A_in: Any = np.eye(d) if A is None else np.asarray(A)
+    if A_in.shape != (d, d):
+        raise ValueError(f"A must be ({d}, {d})")
+    negA = -A_in if A_in.dtype != object else np.vectorize(
+        lambda v: -to_fraction(v), otypes=[object])(A_in)
+    if not idx:
+        return integers(negA).is_zero()
+    return product_equals(Wd[:, idx], Wu[idx, :], negA)
