@@ -200,12 +200,13 @@ def test_exact_search_near_n46_reports_its_need_instead_of_memory_error(
     d, n = 4, 46
     W_up = rng.integers(-3, 4, size=(n, d)).astype(float)
     W_down = rng.integers(-3, 4, size=(d, n)).astype(float)
-    monkeypatch.setattr(search_module, "available_memory", lambda: 1 << 30)
+    monkeypatch.setattr(search_module, "available_memory", lambda: 1 << 26)
+    monkeypatch.setattr(search_module, "MILP_TIME_LIMIT", 0.5)
     res = find_index_set(as_q(W_up), as_q(W_down), dual=False)
     # HiGHS's "infeasible" is no exact proof; meet-in-the-middle would need more than allowed
     assert res.status in ("limit", "found")
     if res.status == "limit":
-        assert "GiB" in res.detail and res.plan is not None
+        assert "MiB" in res.detail and res.plan is not None
     # planted: HiGHS finds S, checked exactly
     W_up[:d] = np.eye(d)
     W_down[:, :d] = -np.eye(d) - np.outer(W_down[:, d], W_up[d])

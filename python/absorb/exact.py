@@ -30,8 +30,9 @@ from numpy.typing import NDArray
 
 from absorb.errors import AbsorbError
 
-__all__ = ["PRIMES", "Scaled", "as_fractions", "identity", "index_set_holds", "integers",
-           "matmul_mod", "product_equals", "rank", "rref", "safe_float", "to_fraction"]
+__all__ = ["Scaled", "as_fractions", "identity", "index_set_holds", "integers",
+           "matmul_mod", "negated", "primes_below", "product_equals", "rank", "rref",
+           "safe_float", "to_fraction"]
 
 ObjArray = NDArray[np.object_]
 IntArray = NDArray[np.int64]
@@ -53,7 +54,7 @@ def _is_prime(m: int) -> bool:
     return True
 
 
-def _primes_below(top: int, count: int) -> tuple[int, ...]:
+def primes_below(top: int, count: int) -> tuple[int, ...]:
     out: list[int] = []
     m = top - 1
     while len(out) < count:
@@ -63,14 +64,11 @@ def _primes_below(top: int, count: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-#: The 256 largest primes below 2²² (each > 2²¹·1.99): 256·21 bits cover any product bound of
-#: weights whose integer form needs up to about 2600 bits per entry; more are made on demand.
-PRIMES = _primes_below(_PRIME_CEILING, 256)
-
-
 @cache
 def _primes(count: int) -> tuple[int, ...]:
-    return PRIMES if count <= len(PRIMES) else _primes_below(_PRIME_CEILING, count)
+    """The ``count`` largest primes below 2²² (each above 2²¹, so each adds 21 bits to M),
+    made once on first use."""
+    return primes_below(_PRIME_CEILING, count)
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,6 +233,13 @@ class Scaled:
         assert self.mant is not None and self.shift is not None
         return np.asarray(np.ldexp(self.mant.astype(np.float64), self.shift), dtype=np.float64)
 
+    def nonzero(self) -> NDArray[np.bool_]:
+        """N ≠ 0 entry-wise (exact)."""
+        if self.big is not None:
+            return np.asarray(self.big != 0, dtype=bool)
+        assert self.mant is not None
+        return np.asarray(self.mant != 0)
+
     def is_zero(self) -> bool:
         return self.max_abs == 0
 
@@ -384,7 +389,7 @@ def _product_is_zero(sx: Scaled, sy: Scaled) -> bool:
     """Nx·Ny = 0: |P_ij| ≤ L < M, so P ≡ 0 modulo primes with product M > L suffices."""
     need = sx.bits + sy.bits + sx.shape[1].bit_length()
     prod = 1
-    for p in _primes(need // 20 + 2):
+    for p in _primes(need // 21 + 2):
         if np.any(matmul_mod(sx.residues(p), sy.residues(p), p)):
             return False
         prod *= p
@@ -395,7 +400,7 @@ def _product_is_zero(sx: Scaled, sy: Scaled) -> bool:
 
 def _equal_mod_primes(sx: Scaled, sy: Scaled, sz: Scaled, a: int, b: int, need: int) -> bool:
     prod = 1
-    for p in _primes(need // 20 + 2):
+    for p in _primes(need // 21 + 2):
         P = matmul_mod(sx.residues(p), sy.residues(p), p)
         lhs = (P * (b % p)) % p
         rhs = (sz.residues(p) * (a % p)) % p
@@ -405,6 +410,14 @@ def _equal_mod_primes(sx: Scaled, sy: Scaled, sz: Scaled, a: int, b: int, need: 
         if prod.bit_length() > need:  # M ≥ 2^(bitlen−1) ≥ 2^need > 2bL
             return True
     raise AssertionError("prime supply exhausted")
+
+
+def negated(M: Any) -> Any:
+    """−M, exactly: floats and integers by numpy, object arrays entry by entry as rationals."""
+    arr = np.asarray(M)
+    if arr.dtype != object:
+        return -arr
+    return np.vectorize(lambda v: -to_fraction(v), otypes=[object])(arr) if arr.size else arr
 
 
 def index_set_holds(W_up: Any, W_down: Any, S: Any, A: Any = None) -> bool:
@@ -425,8 +438,7 @@ def index_set_holds(W_up: Any, W_down: Any, S: Any, A: Any = None) -> bool:
     A_in: Any = np.eye(d) if A is None else np.asarray(A)
     if A_in.shape != (d, d):
         raise ValueError(f"A must be ({d}, {d})")
-    negA = -A_in if A_in.dtype != object else np.vectorize(
-        lambda v: -to_fraction(v), otypes=[object])(A_in)
+    negA = negated(A_in)
     if not idx:
         return integers(negA).is_zero()
     return product_equals(Wd[:, idx], Wu[idx, :], negA)

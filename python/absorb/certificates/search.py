@@ -33,7 +33,7 @@ import scipy.linalg as sla
 from numpy.typing import NDArray
 
 from absorb.budget import available_memory, human_bytes, human_seconds
-from absorb.certificates._inputs import Weights, prepare, rank
+from absorb.certificates._inputs import FloatArray, Weights, prepare, rank
 from absorb.certificates.dual import (
     DualCertificate,
     certify,
@@ -43,18 +43,19 @@ from absorb.certificates.dual import (
 from absorb.certificates.enumeration import (
     MILP_TIME_LIMIT,
     bits,
+    exact_meet_in_the_middle,
     integer_rows,
     meet_in_the_middle,
     milp_binary,
     subset_sums,
 )
 from absorb.certificates.real_relaxation import (
-    ExactSystem,
     Relaxation,
     exact_relaxation,
     float_relaxation,
     gram,
 )
+from absorb.certificates.verify import check_index_set
 from absorb.errors import AbsorbError
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
 ]
 
 Method = Literal["auto", "meet-in-the-middle", "milp"]
+Engine = Literal["meet-in-the-middle", "milp", "exact-meet-in-the-middle"]
 Status = Literal["found", "none", "limit"]
 
 #: Meet-in-the-middle is preferred to HiGHS only below these predicted costs ...
@@ -77,10 +79,21 @@ MITM_MEMORY_SHARE = 0.5
 MITM_MAX_SECONDS = 120.0
 #: HiGHS gets the reduced system as a dense matrix; beyond this many entries it is not tried.
 MILP_MAX_ENTRIES = 1 << 22
-# Measured throughput of the enumeration: seconds per (subset sum × coordinate), for machine
-# integers/floats and for Python integers (object arrays, exact input with huge entries).
+# Measured throughput of the float enumeration: seconds per (subset sum × coordinate), for
+# machine integers/floats and for Python integers (object arrays, exact input with huge
+# entries), and per subset sum and binary-search step (the sort and the unsorted searches
+# dominate from n ≈ 40 on: benchmarks/search_bench.py, section "exact search").
 _SECONDS_PER_ENTRY = {"int64": 4e-9, "object": 1.5e-7}
+_SECONDS_PER_SEARCH_STEP = 1.2e-8
 _BYTES_PER_ENTRY = {"int64": 8, "object": 48}
+# The exact (fingerprint) meet-in-the-middle: seconds per subset sum and binary-search step,
+# and bytes per left subset sum (its key, the sorted copy and one doubling temporary), plus the
+# right half's blocks of 2^20 sums (three residues, the key, its sorted copy, temporaries).
+_EXACT_SECONDS_PER_STEP = 7e-9
+_EXACT_BYTES_PER_LEFT_SUM = 24
+_EXACT_BLOCK_BYTES = 8 * 8 << 20
+# LAPACK's symmetric eigendecomposition: about 9n³ flops at this rate (79 s at n = 4096).
+_EIGH_SECONDS_PER_FLOP = 1.3e-10
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,7 +109,7 @@ class SearchPlan:
     entries: str
     bytes: float
     seconds: float
-    method: Literal["meet-in-the-middle", "milp"]
+    method: Engine
     reason: str
 
     def to_json(self) -> dict[str, object]:
@@ -172,7 +185,8 @@ def plan_search(n: int, equations: int, *, entries: Literal["int64", "object"] =
     # capped exponents: beyond 2^1000 sums nothing changes the decision (and floats overflow)
     sums = 2.0 ** min(n // 2, 1000) + 2.0 ** min(n - n // 2, 1000)
     nbytes = sums * (equations * _BYTES_PER_ENTRY[entries] + 5 * 8)
-    seconds = sums * (equations + 20) * _SECONDS_PER_ENTRY[entries]
+    seconds = sums * ((equations + 20) * _SECONDS_PER_ENTRY[entries]
+                      + min(n - n // 2, 1000) * _SECONDS_PER_SEARCH_STEP)
     cost = f"{human_bytes(nbytes)} and about {human_seconds(seconds)}"
     too_many = max_enumeration is not None and sums > max_enumeration
     if method == "milp":
@@ -189,6 +203,22 @@ def plan_search(n: int, equations: int, *, entries: Literal["int64", "object"] =
                           f"meet-in-the-middle predicted to need {cost}")
     return SearchPlan(n, equations, entries, nbytes, seconds, "milp",
                       f"meet-in-the-middle would need {cost}; integer programming first")
+
+
+def plan_exact_search(n: int, d: int) -> SearchPlan:
+    """Predicted cost of the exact meet-in-the-middle
+    (:func:`.enumeration.exact_meet_in_the_middle`) on n units of a d×d block: 2^⌊n/2⌋ +
+    2^⌈n/2⌉ subset sums of three fingerprints, a sort
+    of the left keys and a binary search of each right key (≈ ⌈n/2⌉ steps each); memory for
+    the left keys and one block of right keys. Calibrated in benchmarks/search_bench.py."""
+    h1, h2 = min(n // 2, 1000), min(n - n // 2, 1000)
+    sums = 2.0**h1 + 2.0**h2
+    seconds = sums * (h2 + 4) * _EXACT_SECONDS_PER_STEP
+    nbytes = 2.0**h1 * _EXACT_BYTES_PER_LEFT_SUM + min(2.0**h2, 2.0**20) / 2.0**20 * (
+        _EXACT_BLOCK_BYTES)
+    return SearchPlan(n, d * d, "fingerprint", nbytes, seconds, "exact-meet-in-the-middle",
+                      f"exact meet-in-the-middle predicted to need {human_bytes(nbytes)} and "
+                      f"about {human_seconds(seconds)}")
 
 
 def mitm_affordable(plan: SearchPlan, memory: int | None = None) -> str | None:
@@ -292,11 +322,6 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
         return out("none", None, "relaxation",
                    f"exact relaxation residual r² > 0 (≈ {rel.residual:.6g}): "
                    "not even a real s solves the d² equations", cert)
-    cert, note = _lp_certificate(w, dual)
-    notes.append(note)
-    if cert is not None:
-        return out("none", None, "dual-lp",
-                   "a separating Y proves -A outside the zonotope: no index set", cert)
     if rel.unique:
         p = sysm.particular
         if all(v in (0, 1) for v in p):
@@ -304,11 +329,56 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
             return out("found", S, "unique-solution",
                        f"the real solution is unique and 0/1: |S| = {len(S)}")
         return out("none", None, "unique-solution", "the real solution is unique and not 0/1")
+    xplan = plan_exact_search(w.n, w.d)
+    if method != "milp" and _exact_is_cheap(xplan, w, max_enumeration):
+        # the complete exact search is cheaper than any program: it decides, no LP first
+        return out(*_run_exact(w, xplan, max_enumeration), plan=xplan)
+    cert, note = _lp_certificate(w, dual)
+    notes.append(note)
+    if cert is not None:
+        return out("none", None, "dual-lp",
+                   "a separating Y proves -A outside the zonotope: no index set", cert)
+    if method != "meet-in-the-middle":
+        # HiGHS first, for at most the exact search's predicted time (when that can run):
+        # it often finds a planted S in milliseconds, but can stall on generic blocks
+        E, t = integer_rows(sysm.R, sysm.rhs)
+        budget = (MILP_TIME_LIMIT if method == "milp" or mitm_affordable(xplan) is not None
+                  else min(MILP_TIME_LIMIT, max(1.0, xplan.seconds)))
+        status, found, detail = _milp_search(E, t, 0.0, lambda S: _holds(w, S), True,
+                                             time_limit=budget)
+        if status != "limit" or method == "milp":
+            return out(status, found, "milp", detail, plan=xplan)
+        notes.append(detail)
+    return out(*_run_exact(w, xplan, max_enumeration if method == "meet-in-the-middle"
+                           else 1 << 62), plan=xplan)
 
-    def accept(S: tuple[int, ...]) -> bool:
-        return all(v == 0 for v in _residual_matrix(w, S).ravel())
 
-    return _search_reduced_exact(w, rel, sysm, accept, max_enumeration, method, notes)
+def _holds(w: Weights, S: Sequence[int]) -> bool:
+    """The index-set condition, exactly, on the stored values (floats as dyadics)."""
+    return check_index_set(w.W_up, w.W_down, S, w.A)
+
+
+def _exact_is_cheap(plan: SearchPlan, w: Weights, max_enumeration: int) -> bool:
+    """Whether the exact search may run before the float and LP steps: within the preferred
+    time, the enumeration cap and the memory share."""
+    sums = 2.0 ** min(w.n // 2, 1000) + 2.0 ** min(w.n - w.n // 2, 1000)
+    return (plan.seconds <= MITM_PREFERRED_SECONDS and sums <= max_enumeration
+            and mitm_affordable(plan) is None)
+
+
+def _run_exact(w: Weights, plan: SearchPlan, max_enumeration: int) -> _Verdict:
+    """The exact meet-in-the-middle where affordable (its ``none`` is a proof), else limit."""
+    blocked = mitm_affordable(plan)
+    if blocked is not None:
+        return "limit", None, "exact-meet-in-the-middle", blocked.replace(
+            "meet-in-the-middle", "exact meet-in-the-middle", 1)
+    try:
+        res = exact_meet_in_the_middle(w.W_up, w.W_down, w.A, max_enumeration)
+    except MemoryError:
+        return ("limit", None, "exact-meet-in-the-middle",
+                f"exact meet-in-the-middle ran out of memory (predicted "
+                f"{human_bytes(plan.bytes)})")
+    return res.status, res.S, "exact-meet-in-the-middle", res.detail
 
 
 def _beyond_tolerance(cert: DualCertificate, tau: float) -> bool:
@@ -330,16 +400,17 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     notes: list[str] = []
 
     def out(status: Status, S: tuple[int, ...] | None, how: str, detail: str,
-            cert: DualCertificate | None = None, plan: SearchPlan | None = None
-            ) -> IndexSetSearch:
-        return IndexSetSearch(status, S, how, False, rel, detail, cert, plan, tuple(notes))
+            cert: DualCertificate | None = None, plan: SearchPlan | None = None,
+            exact: bool = False) -> IndexSetSearch:
+        return IndexSetSearch(status, S, how, exact, rel, detail, cert, plan, tuple(notes))
 
     def accept(S: tuple[int, ...]) -> bool:
         return float(np.max(np.abs(_residual_matrix(w, S)))) <= tau
 
-    early = _skip_verdict(w, a_max == 0.0, lambda A: int(np.linalg.matrix_rank(A)))
+    early = _skip_verdict(w, a_max == 0.0, lambda A: rank(A) if w.d <= 64 else int(
+        np.linalg.matrix_rank(A)))
     if early is not None:
-        return out(*early)
+        return out(*early, exact=early[0] == "found" or w.d <= 64)
     if not rel.is_zero:
         cert = certify(w, residual_candidates(rel.R)) if dual else None
         if dual and cert is None:
@@ -347,6 +418,25 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
         return out("none", None, "relaxation",
                    f"relaxation residual r² = {rel.residual:.6g} > tolerance "
                    f"{rel.tolerance:.3g}: no real s, hence no S, within tol", cert)
+    # The stored values are exact dyadic rationals: an exact S is looked for first, so that a set
+    # within the tolerance never hides an exact one — round(s) of a unique real solution, then
+    # the exact meet-in-the-middle when it is cheap.
+    S01 = _rounded_point(rel.s) if rel.unique else None
+    if S01 is not None and _holds(w, S01):
+        return out("found", S01, "unique-solution", "the real solution is unique and rounds "
+                   f"to a 0/1 point meeting the condition exactly: |S| = {len(S01)}", exact=True)
+    if S01 is not None and accept(S01):
+        return out("found", S01, "unique-solution", "the real solution is unique and rounds "
+                   f"to a 0/1 point meeting the condition within the tolerance: |S| = "
+                   f"{len(S01)}")
+    xplan = plan_exact_search(w.n, w.d)
+    exact_none = False
+    if method == "auto" and _exact_is_cheap(xplan, w, max_enumeration):
+        xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
+        if xs == "found":
+            return out(xs, xS, xhow, xdetail, plan=xplan, exact=True)
+        exact_none = xs == "none"
+        notes.append(xdetail)
     # r² within the tolerance: an S meeting the condition up to τ is not excluded by r alone.
     # A certificate still settles the stored weights exactly (the residual when r² > 0, else
     # the separation LP), and rules out every S within τ when its margin exceeds τ·‖Y‖₁.
@@ -373,7 +463,14 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     if w.n * rel.rank > MILP_MAX_ENTRIES and blocked is not None and not shortcut:
         # neither engine can run: stop before the n×n eigendecomposition
         return out("limit", None, "plan", f"{plan.reason}; {blocked}; and the binary program "
-                   f"({rel.rank}×{w.n}) is above {MILP_MAX_ENTRIES} entries", cert, plan)
+                   f"({rel.rank}×{w.n}) is above {MILP_MAX_ENTRIES} entries", cert, plan,
+                   exact=False)
+    eig_seconds = 9.0 * float(w.n) ** 3 * _EIGH_SECONDS_PER_FLOP
+    if eig_seconds > MITM_MAX_SECONDS:
+        # the reduced coordinates need an n×n eigendecomposition (79 s at n = 4096): bounded
+        return out("limit", None, "plan", f"the reduced search needs an n×n eigendecomposition "
+                   f"(n = {w.n}), predicted {human_seconds(eig_seconds)}, above the limit of "
+                   f"{human_seconds(MITM_MAX_SECONDS)}", cert, plan)
     G = gram(w.W_up, w.W_down)
     # orthonormal reduced coordinates: with G = V Λ Vᵀ and K = U Λ^½ Vᵀ, the map Uᵀ is an
     # isometry on span(K), Uᵀk_i = column i of Λ_r^½ V_rᵀ and Uᵀvec(A) = Λ_r^{-½} V_rᵀ c.
@@ -405,18 +502,26 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     inner = float(np.sqrt(max(tau * tau - rel.residual, 0.0) / max(r, 1)))
     status, S, how, detail = _run_plan(plan, E, t, delta, accept, max_enumeration, exact=False,
                                        inner_delta=inner)
-    return out(status, S, how, detail, cert, plan)
+    if status == "found" and S is not None and not exact_none and method == "auto":
+        if _holds(w, S):
+            return out(status, S, how, detail, cert, plan, exact=True)
+        sums = 2.0 ** min(w.n // 2, 1000) + 2.0 ** min(w.n - w.n // 2, 1000)
+        if sums <= max_enumeration and mitm_affordable(xplan) is None:
+            # the set found meets the condition only within the tolerance: prefer an exact one
+            xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
+            if xs == "found":
+                return out(xs, xS, xhow, xdetail, cert, xplan, exact=True)
+            notes.append(xdetail)
+    # "none" is exact when the exact search proved that no S meets the condition exactly
+    return out(status, S, how, detail, cert, plan, exact=exact_none and status == "none")
 
 
-def _search_reduced_exact(w: Weights, rel: Relaxation, sysm: ExactSystem,
-                          accept: Callable[[tuple[int, ...]], bool], max_enumeration: int,
-                          method: Method, notes: list[str]) -> IndexSetSearch:
-    E, t = integer_rows(sysm.R, sysm.rhs)
-    entries: Literal["int64", "object"] = "object" if E.dtype == object else "int64"
-    plan = plan_search(w.n, E.shape[0], entries=entries, method=method,
-                       max_enumeration=max_enumeration)
-    status, S, how, detail = _run_plan(plan, E, t, 0.0, accept, max_enumeration, exact=True)
-    return IndexSetSearch(status, S, how, True, rel, detail, None, plan, tuple(notes))
+def _rounded_point(s: FloatArray) -> tuple[int, ...] | None:
+    """The 0/1 point nearest to s when every entry rounds to 0 or 1, else None."""
+    s01 = np.round(s)
+    if not np.all((s01 == 0) | (s01 == 1)):
+        return None
+    return tuple(int(i) for i in np.nonzero(s01)[0])
 
 
 def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
@@ -445,9 +550,11 @@ def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
 
 def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
                  accept: Callable[[tuple[int, ...]], bool], exact: bool,
-                 inner_delta: float = 0.0) -> tuple[Status, tuple[int, ...] | None, str]:
-    """HiGHS on the box |E s − t| ≤ δ; ``inner_delta`` is a box whose points all pass
-    ``accept`` (floats), tried when the outer box's point does not."""
+                 inner_delta: float = 0.0, time_limit: float = MILP_TIME_LIMIT
+                 ) -> tuple[Status, tuple[int, ...] | None, str]:
+    """HiGHS on the box |E s − t| ≤ δ for at most ``time_limit`` seconds; ``inner_delta`` is a
+    box whose points all pass ``accept`` (floats), tried when the outer box's point does
+    not."""
     if E.dtype == object:
         # Python integers beyond float range: scale each equation by its largest entry first
         # (int / int is correctly rounded for any size)
@@ -465,11 +572,11 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
     # exact integer rows are met exactly by an index set; HiGHS needs a little slack for its
     # own floating-point feasibility tolerance (found points are re-verified exactly).
     slack = delta if not exact else 1e-9 * max(1.0, float(np.max(np.abs(Ef))))
-    status, S = milp_binary(Ef, tf, slack)
+    status, S = milp_binary(Ef, tf, slack, time_limit)
     if status == "found" and S is not None and not accept(S) and inner_delta:
         # the box |E s − t| ≤ δ is wider than the ball ‖E s − t‖ ≤ δ an accepted S lies in;
         # the inner box finds points that pass, the outer box remains the proof of "none"
-        inner, S_in = milp_binary(Ef, tf, inner_delta)
+        inner, S_in = milp_binary(Ef, tf, inner_delta, time_limit)
         if inner == "found" and S_in is not None:
             status, S = inner, S_in
     if status == "found" and S is not None and accept(S):
@@ -481,7 +588,7 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
         "infeasible": "HiGHS reports the binary program infeasible, which is not an exact "
         "proof for rational input",
         "found": "HiGHS returned a point that failed verification on the weights",
-        "limit": f"HiGHS stopped at its {MILP_TIME_LIMIT:.0f} s limit",
+        "limit": f"HiGHS stopped at its {time_limit:.3g} s limit",
     }[status]
     return "limit", None, why
 
