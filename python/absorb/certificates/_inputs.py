@@ -16,8 +16,8 @@ from absorb.blocks import ObjectArray as ObjArray
 from absorb.errors import AbsorbError
 from absorb.exact import as_fractions, identity, rank, rref, to_fraction
 
-__all__ = ["FloatArray", "ObjArray", "Weights", "as_fractions", "prepare", "rank", "rref",
-           "to_fraction"]
+__all__ = ["EXACT_FALLBACK_WORK", "SAFE_EXPONENT", "FloatArray", "ObjArray", "Weights",
+           "as_fractions", "float_safe", "prepare", "rank", "rref", "to_fraction"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class Weights:
 
 
 def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
-    """Shapes and values checked; exact when any input is an object (Fraction) array."""
+    """Shapes and values checked; exact when any input is an object (Fraction) array, or when
+    float values lie outside the range float64 work can handle (:func:`float_safe`)."""
     arrays = [np.asarray(W_up), np.asarray(W_down)]
     if A is not None:
         arrays.append(np.asarray(A))
@@ -66,4 +67,33 @@ def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
     if not all(np.isfinite(a).all() for a in flo):
         raise AbsorbError("weights contain NaN or Inf")
     A_f = flo[2] if A is not None else np.eye(d)
-    return Weights(flo[0], flo[1], A_f, False)
+    if float_safe(flo[0], flo[1], A_f):
+        return Weights(flo[0], flo[1], A_f, False)
+    # float64 work would overflow or lose the skip below the products: the stored values are
+    # rationals, decided exactly instead (the tolerance does not apply to them)
+    if n * n * d > EXACT_FALLBACK_WORK:
+        raise AbsorbError(
+            f"weights of magnitude outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}] need exact "
+            f"arithmetic, which is refused at this size (n={n}, d={d}: n²d > "
+            f"{EXACT_FALLBACK_WORK}); rescale the block (the index-set condition is invariant "
+            "under W_up → 2^k W_up, W_down → 2^-k W_down)")
+    return Weights(as_fractions(flo[0]), as_fractions(flo[1]), as_fractions(A_f), True)
+
+
+#: Largest |exponent| of a matrix's largest entry for float64 work (Gram entries then stay
+#: within 2^(±4·SAFE_EXPONENT)·d², far from overflow and underflow).
+SAFE_EXPONENT = 120
+#: Largest n²d for which float weights outside that range are decided in exact arithmetic.
+EXACT_FALLBACK_WORK = 1 << 22
+
+
+def float_safe(W_up: FloatArray, W_down: FloatArray, A: FloatArray) -> bool:
+    """Whether the largest entry of each matrix (when nonzero) lies in
+    [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT]: then the relaxation's Gram products, residuals and
+    certificate checks cannot overflow, and the skip is not lost below the products."""
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    for M in (W_up, W_down, A):
+        peak = float(np.max(np.abs(M))) if M.size else 0.0
+        if peak != 0.0 and not lo <= peak <= hi:
+            return False
+    return True

@@ -30,6 +30,7 @@ from scipy.optimize import linprog
 from absorb.certificates._inputs import FloatArray, Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
+from absorb.exact import safe_float
 from absorb.rationals import RationalMatrix
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "RationalMatrix", "certify",
@@ -58,13 +59,17 @@ class DualCertificate:
 
     def to_json(self) -> dict[str, object]:
         """The certificate's JSON; ``Y`` is a :class:`RationalMatrix` (serialized on output)."""
-        exact = isinstance(self.check.margin, Fraction)
+        chk = self.check
+        exact = isinstance(chk.margin, Fraction)
         return {
             "Y": self.rational(),
-            "margin": str(self.check.margin) if exact else float(self.check.margin),
-            "margin_float": float(self.check.margin),
-            "value": float(self.check.value),
-            "interval": [float(self.check.lower), float(self.check.upper)],
+            "margin": str(chk.margin) if exact else float(chk.margin),
+            "margin_float": safe_float(chk.margin),
+            "value": safe_float(chk.value),
+            "interval": [safe_float(chk.lower), safe_float(chk.upper)],
+            # the exact values ("p/q"; floats beyond the float range are ±inf above)
+            "value_exact": str(chk.value) if exact else None,
+            "interval_exact": [str(chk.lower), str(chk.upper)] if exact else None,
             "side": self.check.side,
             "source": self.source,
             "grid": None if self.grid is None else f"2^-{self.grid}",

@@ -26,6 +26,7 @@ import scipy.linalg as sla
 
 from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates._inputs import FloatArray, Weights, prepare, rref
+from absorb.exact import safe_float
 
 __all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]
 
@@ -135,6 +136,8 @@ def min_norm_solution(G: FloatArray, c: FloatArray, rank: int) -> FloatArray:
     n = G.shape[0]
     lam, V = sla.eigh(G, check_finite=False, overwrite_a=True)
     lam_r, V_r = lam[n - rank :], V[:, n - rank :]
+    # an eigenvalue rounded to ≤ 0 (G badly scaled) contributes nothing rather than inf/NaN
+    lam_r = np.where(lam_r > 0, lam_r, np.inf)
     s: FloatArray = -V_r @ ((V_r.T @ c) / lam_r)
     return s
 
@@ -238,19 +241,28 @@ def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
         (ci * pi for ci, pi in zip(c, p, strict=True)), Fraction(0)
     )
     if rank == n:
-        s_min = np.array([float(v) for v in p])
+        s_min = np.array([safe_float(v) for v in p])
     else:
         # the minimum-norm point is reported, not used by any decision: floats suffice, and
         # the exact projection costs far more than the elimination itself
-        G_f = np.asarray(G, dtype=np.float64)
-        s_min = min_norm_solution(G_f, np.asarray(c, dtype=np.float64), rank)
+        G_f, c_f = _scaled_floats(G, c)
+        s_min = min_norm_solution(G_f, c_f, rank)
     # R is the same at every solution (K s is the projection of −vec A); use p
     p_arr = np.array(p, dtype=object)
     R = Wd @ (p_arr[:, None] * Wu) + A
-    rel = Relaxation(residual=float(r2), residual_exact=r2,
+    rel = Relaxation(residual=safe_float(r2), residual_exact=r2,
                      s=s_min, rank=rank, unique=rank == n,
                      tolerance=None, R=R)
     return rel, ExactSystem(rows, rhs, pivots, p)
+
+
+def _scaled_floats(G: Any, c: Any) -> tuple[FloatArray, FloatArray]:
+    """G and c as floats after dividing both by G's largest |entry| (the same s solves
+    G s = −c; exact rationals of any size then convert without overflow)."""
+    peak = max((abs(v) for v in G.ravel()), default=Fraction(0)) or Fraction(1)
+    G_f = np.array([[safe_float(v / peak) for v in row] for row in G])
+    c_f = np.array([safe_float(v / peak) for v in c])
+    return G_f, c_f
 
 
 def relaxation(W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9) -> Relaxation:

@@ -57,6 +57,7 @@ from absorb.certificates.real_relaxation import (
 )
 from absorb.certificates.verify import check_index_set
 from absorb.errors import AbsorbError
+from absorb.exact import safe_float
 
 __all__ = [
     "IndexSetSearch",
@@ -164,7 +165,7 @@ def index_set_residual(W_up: Any, W_down: Any, S: Sequence[int], A: Any = None) 
     if any(not 0 <= i < w.n for i in S) or len(set(S)) != len(S):
         raise AbsorbError(f"index set must hold distinct indices in [0, {w.n})")
     R = _residual_matrix(w, S)
-    return float(max(abs(v) for v in R.ravel())) if w.exact else float(np.max(np.abs(R)))
+    return safe_float(max(abs(v) for v in R.ravel())) if w.exact else float(np.max(np.abs(R)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,7 +389,7 @@ def _beyond_tolerance(cert: DualCertificate, tau: float) -> bool:
     product's rounding (the margin is exact, or a proven lower bound)."""
     Y = np.asarray(cert.Y, dtype=np.float64)
     y_l1 = float(np.sum(np.abs(Y))) * (1.0 + 4.0 * Y.size * 2.0**-53)
-    return float(cert.check.margin) > tau * y_l1
+    return safe_float(cert.check.margin) > tau * y_l1
 
 
 def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
