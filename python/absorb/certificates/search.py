@@ -85,7 +85,7 @@ MILP_MAX_ENTRIES = 1 << 22
 # entries), and per subset sum and binary-search step (the sort and the unsorted searches
 # dominate from n ≈ 40 on: benchmarks/search_bench.py, section "exact search").
 _SECONDS_PER_ENTRY = {"int64": 4e-9, "object": 1.5e-7}
-_SECONDS_PER_SEARCH_STEP = 1.2e-8
+_SECONDS_PER_SEARCH_STEP = 4e-8
 _BYTES_PER_ENTRY = {"int64": 8, "object": 48}
 # The exact (fingerprint) meet-in-the-middle: seconds per subset sum and binary-search step,
 # and bytes per left subset sum (its key, the sorted copy and one doubling temporary), plus the
@@ -359,11 +359,13 @@ def _holds(w: Weights, S: Sequence[int]) -> bool:
     return check_index_set(w.W_up, w.W_down, S, w.A)
 
 
-def _exact_is_cheap(plan: SearchPlan, w: Weights, max_enumeration: int) -> bool:
-    """Whether the exact search may run before the float and LP steps: within the preferred
-    time, the enumeration cap and the memory share."""
+def _exact_is_cheap(plan: SearchPlan, w: Weights, max_enumeration: int,
+                    below: float = 0.0) -> bool:
+    """Whether the exact search may run before the float and LP steps: predicted within the
+    preferred time (or below ``below``, the float search's predicted time), within the
+    enumeration cap and the memory share."""
     sums = 2.0 ** min(w.n // 2, 1000) + 2.0 ** min(w.n - w.n // 2, 1000)
-    return (plan.seconds <= MITM_PREFERRED_SECONDS and sums <= max_enumeration
+    return (plan.seconds <= max(MITM_PREFERRED_SECONDS, below) and sums <= max_enumeration
             and mitm_affordable(plan) is None)
 
 
@@ -432,7 +434,9 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                    f"{len(S01)}")
     xplan = plan_exact_search(w.n, w.d)
     exact_none = False
-    if method == "auto" and _exact_is_cheap(xplan, w, max_enumeration):
+    float_plan = plan_search(w.n, rel.rank, max_enumeration=max_enumeration)
+    if method == "auto" and _exact_is_cheap(xplan, w, max_enumeration,
+                                            below=float_plan.seconds):
         xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
         if xs == "found":
             return out(xs, xS, xhow, xdetail, plan=xplan, exact=True)
@@ -532,7 +536,12 @@ def _run_plan(plan: SearchPlan, E: NDArray[Any], t: NDArray[Any], delta: float,
     needed (an exact proof of "none") and affordable."""
     prefix = plan.reason + "; "
     if plan.method == "milp":
-        status, S, detail = _milp_search(E, t, delta, accept, exact, inner_delta)
+        # HiGHS first, for at most meet-in-the-middle's predicted time when that can run after
+        # it (HiGHS finds planted sets in milliseconds but can stall on generic blocks)
+        budget = (MILP_TIME_LIMIT if plan.reason == "requested" or mitm_affordable(plan)
+                  else min(MILP_TIME_LIMIT, max(1.0, plan.seconds)))
+        status, S, detail = _milp_search(E, t, delta, accept, exact, inner_delta,
+                                         time_limit=budget)
         if status != "limit" or plan.reason == "requested":
             return status, S, "milp", prefix + detail
         prefix += detail + "; "
