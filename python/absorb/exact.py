@@ -314,19 +314,40 @@ def integers(M: Any) -> Scaled:
 
 
 def _reduce(C: NDArray[np.float64], p: int) -> NDArray[np.float64]:
-    """An integer congruent to C modulo p with |·| ≤ 3p/2, in place, for integer-valued
-    |C| < 2⁵³: q = rint(C/p) is within 1 of C/p, q·p and C − q·p are integers below 2⁵³, so
-    both are exact (``np.fmod`` is exact too, but several times slower)."""
-    q = np.rint(C * (1.0 / p))
+    """An integer congruent to C modulo p, in place, for integer-valued |C| < 2⁵³: with
+    q = rint(C·(1/p)), q·p and C − q·p are integers below 2⁵³, so both are exact (``np.fmod``
+    is exact too, but several times slower). The computed C·(1/p) is within |C/p|·2⁻⁵² of
+    C/p, and C/p lies at least 1/(2p) from a half-integer (p odd), so for |C| < 2⁵¹ q is the
+    nearest integer and the result is the centered representative in [−(p−1)/2, (p−1)/2];
+    for larger |C| it is within 3p/2."""
+    q = C * (1.0 / p)
+    np.rint(q, out=q)
     q *= p
     C -= q
     return C
 
 
+def _centered(r: NDArray[np.float64], p: int) -> NDArray[np.float64]:
+    """The representative in [−(p−1)/2, (p−1)/2] of integers r with |r| < 2⁵³, in place."""
+    return _reduce(_reduce(r, p), p)  # the second pass starts below 3p/2 < 2^51: centered
+
+
+def _matmul_centered(Xs: NDArray[np.float64], Ys: NDArray[np.float64],
+                     p: int) -> NDArray[np.float64]:
+    """X·Y modulo p for centered residues (|x| ≤ (p−1)/2 < 2²¹), centered: every chunk of
+    CHUNK products sums to an integer below 2⁵³ in magnitude in any order (exact in float64)
+    and is reduced exactly before it is accumulated."""
+    acc = np.zeros((Xs.shape[0], Ys.shape[1]))
+    for k0 in range(0, Xs.shape[1], CHUNK):
+        acc += _reduce(Xs[:, k0:k0 + CHUNK] @ Ys[k0:k0 + CHUNK], p)
+        _reduce(acc, p)  # |acc| < 3p before: centered after
+    return acc
+
+
 def matmul_mod(X: IntArray, Y: IntArray, p: int) -> IntArray:
     """X·Y mod p (entries of X, Y in [0, p), p < 2²²), exactly, with float64 GEMMs.
 
-    Why exact: the residues are shifted to the symmetric range |x| ≤ (p−1)/2 < 2²¹, so each
+    Why exact: the residues are shifted to the centered range |x| ≤ (p−1)/2 < 2²¹, so each
     product is below 2⁴² in magnitude, and each GEMM sums at most CHUNK = 2¹¹ of them: every
     partial sum, in any order BLAS chooses, is an integer of magnitude below 2⁵³, hence
     represented exactly in float64 — no rounding occurs. Each chunk is reduced exactly
@@ -334,16 +355,26 @@ def matmul_mod(X: IntArray, Y: IntArray, p: int) -> IntArray:
     """
     if p >= _PRIME_CEILING:
         raise ValueError(f"modulus {p} is not below 2^22")
-    half = p // 2
-    Xs = np.where(half < X, X - p, X).astype(np.float64)
-    Ys = np.where(half < Y, Y - p, Y).astype(np.float64)
-    k = X.shape[1]
-    acc = np.zeros((X.shape[0], Y.shape[1]))
-    for k0 in range(0, k, CHUNK):
-        acc += _reduce(Xs[:, k0:k0 + CHUNK] @ Ys[k0:k0 + CHUNK], p)
-        _reduce(acc, p)
-    out: IntArray = np.mod(acc.astype(np.int64), p)
+    Xs = _centered(X.astype(np.float64), p)
+    Ys = _centered(Y.astype(np.float64), p)
+    out: IntArray = np.mod(_matmul_centered(Xs, Ys, p).astype(np.int64), p)
     return out
+
+
+class _Residues:
+    """Centered residues of one scaled matrix, prime after prime: from its float64 integers
+    when they are below 2⁵² (then :func:`_reduce` is exact and no int64 pass is needed), else
+    from :meth:`Scaled.residues`."""
+
+    def __init__(self, s: Scaled) -> None:
+        self.s = s
+        self.N = s.floats() if s.bits <= 52 else None
+
+    def __call__(self, p: int) -> NDArray[np.float64]:
+        if self.N is not None:  # one pass suffices below 2^51 (see _reduce)
+            r = _reduce(self.N.copy(), p)
+            return r if self.s.bits <= 50 else _reduce(r, p)
+        return _reduce(self.s.residues(p).astype(np.float64), p)  # from [0, p): centered
 
 
 def product_equals(X: Any, Y: Any, Z: Any) -> bool:
@@ -388,9 +419,10 @@ def product_equals(X: Any, Y: Any, Z: Any) -> bool:
 def _product_is_zero(sx: Scaled, sy: Scaled) -> bool:
     """Nx·Ny = 0: |P_ij| ≤ L < M, so P ≡ 0 modulo primes with product M > L suffices."""
     need = sx.bits + sy.bits + sx.shape[1].bit_length()
+    rx, ry = _Residues(sx), _Residues(sy)
     prod = 1
     for p in _primes(need // 21 + 2):
-        if np.any(matmul_mod(sx.residues(p), sy.residues(p), p)):
+        if np.any(_matmul_centered(rx(p), ry(p), p)):
             return False
         prod *= p
         if prod.bit_length() > need:
@@ -399,11 +431,13 @@ def _product_is_zero(sx: Scaled, sy: Scaled) -> bool:
 
 
 def _equal_mod_primes(sx: Scaled, sy: Scaled, sz: Scaled, a: int, b: int, need: int) -> bool:
+    """b·(Nx·Ny) ≡ a·Nz modulo each prime until their product exceeds 2^need (≥ 2bL + 1)."""
+    rx, ry, rz = _Residues(sx), _Residues(sy), _Residues(sz)
     prod = 1
     for p in _primes(need // 21 + 2):
-        P = matmul_mod(sx.residues(p), sy.residues(p), p)
-        lhs = (P * (b % p)) % p
-        rhs = (sz.residues(p) * (a % p)) % p
+        # products of centered residues are below 2^42: _reduce leaves them centered
+        lhs = _reduce(_matmul_centered(rx(p), ry(p), p) * float(b % p), p)
+        rhs = _reduce(rz(p) * float(a % p), p)
         if not np.array_equal(lhs, rhs):
             return False
         prod *= p
