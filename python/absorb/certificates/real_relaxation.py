@@ -245,8 +245,7 @@ def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
     else:
         # the minimum-norm point is reported, not used by any decision: floats suffice, and
         # the exact projection costs far more than the elimination itself
-        G_f, c_f = _scaled_floats(G, c)
-        s_min = min_norm_solution(G_f, c_f, rank)
+        s_min = _exact_min_norm(G, c, rank)
     # R is the same at every solution (K s is the projection of −vec A); use p
     p_arr = np.array(p, dtype=object)
     R = Wd @ (p_arr[:, None] * Wu) + A
@@ -256,13 +255,17 @@ def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
     return rel, ExactSystem(rows, rhs, pivots, p)
 
 
-def _scaled_floats(G: Any, c: Any) -> tuple[FloatArray, FloatArray]:
-    """G and c as floats after dividing both by G's largest |entry| (the same s solves
-    G s = −c; exact rationals of any size then convert without overflow)."""
-    peak = max((abs(v) for v in G.ravel()), default=Fraction(0)) or Fraction(1)
-    G_f = np.array([[safe_float(v / peak) for v in row] for row in G])
-    c_f = np.array([safe_float(v / peak) for v in c])
-    return G_f, c_f
+def _exact_min_norm(G: Any, c: Any, rank: int) -> FloatArray:
+    """The minimum-norm s with G s = −c (G, c rationals of any size), in floats: G and c are
+    each divided by their largest |entry| (exact), solved in floats, and s multiplied back in
+    exact arithmetic (±inf beyond the float range, never a warning)."""
+    g_peak = max((abs(v) for v in G.ravel()), default=Fraction(0)) or Fraction(1)
+    c_peak = max((abs(v) for v in c), default=Fraction(0)) or Fraction(1)
+    G_f = np.array([[safe_float(v / g_peak) for v in row] for row in G])
+    c_f = np.array([safe_float(v / c_peak) for v in c])
+    s_unit = min_norm_solution(G_f, c_f, rank)
+    factor = c_peak / g_peak
+    return np.array([safe_float(Fraction(float(v)) * factor) for v in s_unit])
 
 
 def relaxation(W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9) -> Relaxation:
