@@ -240,12 +240,10 @@ def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
     r2 = sum((v * v for v in A.ravel()), Fraction(0)) + sum(
         (ci * pi for ci, pi in zip(c, p, strict=True)), Fraction(0)
     )
-    if rank == n:
-        s_min = np.array([safe_float(v) for v in p])
-    else:
-        # the minimum-norm point is reported, not used by any decision: floats suffice, and
-        # the exact projection costs far more than the elimination itself
-        s_min = _exact_min_norm(G, c, rank)
+    # the minimum-norm point is reported, not used by any decision: floats suffice, and the
+    # exact projection costs far more than the elimination itself
+    s_min = (np.array([safe_float(v) for v in p]) if rank == n
+             else _exact_min_norm(G, c, rank))
     # R is the same at every solution (K s is the projection of −vec A); use p
     p_arr = np.array(p, dtype=object)
     R = Wd @ (p_arr[:, None] * Wu) + A
