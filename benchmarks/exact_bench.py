@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -203,16 +204,12 @@ def bench_exact(quick: bool) -> Section:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
+    ap.add_argument("--markdown", type=Path, help="also write the section's markdown here")
     args = ap.parse_args(argv)
-    print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
-    for fn in (search_table, check_table, layer_table):
-        header, rows, notes = fn(args.quick)
-        print(" | ".join(header))
-        for r in rows:
-            print(" | ".join(r), flush=True)
-        for note in notes:
-            print("  -", note)
-    print(f"load average {os.getloadavg()[0]:.2f}")
+    section = bench_exact(args.quick)
+    print(section.text())
+    if args.markdown is not None:
+        args.markdown.write_text(section.markdown(), encoding="utf-8")
     return 0
 
 

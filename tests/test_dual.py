@@ -105,9 +105,11 @@ def test_verifier_matches_the_condition_and_brute_force(seed: int, d: int, n: in
     assert chk.valid == by_hand(W_up, W_down, Y)
     if chk.valid:
         assert brute_force_index_set(as_q(W_up), as_q(W_down)) is None
-    # the float path never accepts what the exact path rejects
-    if check_dual(W_up, W_down, Y, exact=False).valid:
-        assert chk.valid
+    # the float path (Cauchy–Schwarz bound first, then |W_downᵀ||Y|) never accepts what the
+    # exact path rejects, and its margin is a lower bound on the exact one
+    fchk = check_dual(W_up, W_down, Y, exact=False)
+    if fchk.valid:
+        assert chk.valid and fchk.margin <= chk.margin
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ Two ways of deciding it, both O(n d²):
   summation order (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1),
   so |ĉ_i − c_i| ≤ γ_d Σ_k (|P̂_ik| + (|W_downᵀ||Y|)_ik)|b_ik|; these bounds, inflated for
   their own rounding and an underflow allowance of 2⁻⁹⁰⁰, enclose every c_i, the interval and
-  ⟨A, Y⟩, and the certificate is accepted only if the enclosures are separated.
+  ⟨A, Y⟩, and the certificate is accepted only if the enclosures are separated. Cheap bound
+  first: (|W_downᵀ||Y|)_ik ≤ ‖a_i‖₂‖Y_:k‖₂ (Cauchy–Schwarz, O(nd + d²)) decides whenever the
+  margin is not tight; only otherwise is |W_downᵀ||Y| formed (a second n×d×d GEMM).
 """
 
 from __future__ import annotations
@@ -131,9 +133,25 @@ def _check_float(Wu: NDArray[np.float64], Wd: NDArray[np.float64], A: NDArray[np
     # every bound below is a sum of nonnegative terms computed in float64; a computed sum of
     # m such terms is at most (1 + γ_m) below the true one, hence the 1.01 inflation (d, n ≪ 2⁴⁵)
     P = Wd.T @ Y
-    Q = np.abs(Wd.T) @ np.abs(Y)
     c = np.einsum("ik,ik->i", P, Wu)
-    err = 1.01 * _gamma(d + 1) * np.einsum("ik,ik->i", np.abs(P) + Q, np.abs(Wu)) + _TINY
+    absP_b = np.einsum("ik,ik->i", np.abs(P), np.abs(Wu))
+    # cheap bound first: (|W_downᵀ||Y|)_ik ≤ ‖a_i‖₂‖Y_:k‖₂ (Cauchy–Schwarz), so no second GEMM;
+    # computed norms are inflated for their rounding and for squares lost to underflow
+    grow = 1.0 + 4.0 * (d + 4) * _U
+    a_norm = np.sqrt(np.einsum("ki,ki->i", Wd, Wd)) * grow + 2.0**-500
+    y_norm = np.sqrt(np.einsum("ki,ki->i", Y, Y)) * grow + 2.0**-500
+    cheap = _decide_float(Wu, A, Y, c, absP_b + a_norm * (np.abs(Wu) @ y_norm) * grow, d, n)
+    if cheap.valid:
+        return cheap
+    Q = np.abs(Wd.T) @ np.abs(Y)  # the sharper bound: one more GEMM
+    return _decide_float(Wu, A, Y, c, absP_b + np.einsum("ik,ik->i", Q, np.abs(Wu)), d, n)
+
+
+def _decide_float(Wu: NDArray[np.float64], A: NDArray[np.float64], Y: NDArray[np.float64],
+                  c: NDArray[np.float64], mag: NDArray[np.float64], d: int, n: int) -> DualCheck:
+    """The enclosures from ĉ and an upper bound ``mag`` on Σ_k (|P̂_ik| + (|W_downᵀ||Y|)_ik)|b_ik|,
+    and the decision."""
+    err = 1.01 * _gamma(d + 1) * mag + _TINY
     m = n + 1
     upper = 1.01 * (1.0 + _gamma(m)) * float(np.sum(np.maximum(c, 0.0) + err)) + m * _TINY
     lower = -1.01 * (1.0 + _gamma(m)) * float(np.sum(np.maximum(-c, 0.0) + err)) - m * _TINY
