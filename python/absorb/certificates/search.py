@@ -6,19 +6,30 @@ decides it completely, in order of cost:
 1. A = 0 (S = ∅) and the rank bound rank(A) ≤ |S| ≤ n;
 2. the relaxation (:mod:`.real_relaxation`): r² > 0 proves that no S exists, and its residual
    matrix is a dual certificate, checked independently (:mod:`.verify`);
-3. when r² = 0 (floats: r² within the tolerance), the relaxation residual where r² > 0 and the
+3. an exact set first — the stored floats are dyadic rationals, so "exact" is decidable: a
+   unique real solution rounded to 0/1 and checked exactly (:func:`absorb.exact.index_set_holds`),
+   then the exact meet-in-the-middle (:func:`.enumeration.exact_meet_in_the_middle`:
+   fingerprints modulo three primes in int64, every match confirmed exactly) when it is
+   predicted cheaper than the float search (:func:`plan_exact_search`). A set within a float
+   tolerance therefore never hides an exact one;
+4. when r² = 0 (floats: r² within the tolerance), the relaxation residual where r² > 0 and the
    separation LP (:mod:`.dual`): a certificate exists exactly when −A lies outside the zonotope
    {Σ s_i a_i b_iᵀ : s ∈ [0,1]ⁿ}. It settles the stored weights; for floats it also rules out
    every S within the tolerance when its margin exceeds τ‖Y‖₁;
-4. only when −A is inside the zonotope (or the certificate's margin is within the float
-   tolerance): a unique real solution is checked for 0/1, else a complete search for 0/1
-   points of the affine solution set on rank G independent equations — meet-in-the-middle
-   or HiGHS integer programming, chosen by the predicted memory and time (:func:`plan_search`);
-   when neither can run, status ``limit`` (with the certificate of step 3 where there is one).
+5. only when −A is inside the zonotope (or the certificate's margin is within the float
+   tolerance): a complete search — exact input: HiGHS for at most the exact search's predicted
+   time, then the exact meet-in-the-middle; float input: meet-in-the-middle on rank G
+   independent equations within the tolerance, or HiGHS first (for at most that search's
+   predicted time) when it is expensive (:func:`plan_search`); a set found only within the
+   tolerance sends the exact search after an exact one where it can run. When nothing can
+   run, status ``limit`` (with the certificate of step 4 where there is one).
 
-Inputs are float arrays (decided with a stated tolerance) or numpy object arrays of
-`fractions.Fraction` (decided in exact rational arithmetic). No MemoryError escapes: a search
-that would not fit ends with status ``limit`` and the memory it would need.
+Inputs are float arrays (decided with a stated tolerance; values outside the float-safe range
+are decided exactly, :func:`absorb.certificates._inputs.float_safe`) or numpy object arrays
+of `fractions.Fraction` (decided exactly). ``IndexSetSearch.exact`` says that the status holds
+exactly for the stored values: ``found`` with an S meeting the condition exactly, ``none``
+with no S doing so. No MemoryError escapes: a search that would not fit ends with status
+``limit`` and the memory it would need.
 """
 
 from __future__ import annotations
@@ -121,7 +132,12 @@ class SearchPlan:
 
 @dataclass(frozen=True)
 class IndexSetSearch:
-    """Outcome of the complete search for S with W_down[:,S] W_up[S,:] = −A."""
+    """Outcome of the complete search for S with W_down[:,S] W_up[S,:] = −A.
+
+    ``exact``: the status holds exactly on the stored values — ``found``: S meets the condition
+    exactly (not only within the tolerance); ``none``: no S meets it exactly (for float input,
+    also none within the tolerance). False: the status is relative to the float tolerance.
+    """
 
     status: Status
     S: tuple[int, ...] | None
@@ -253,9 +269,10 @@ def find_index_set(
     Complete, not a heuristic; see the module docstring for the order of the steps. ``dual``
     runs the certificate steps (the relaxation residual as Y, then the separation LP).
 
-    Fraction input is decided exactly. Float input: S is accepted iff
-    ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-verified on the weights), and "none"
-    means no S meets that; the reduced search uses the implied Frobenius bound δ = d·τ. A dual
+    Fraction input is decided exactly. Float input: an S meeting the condition exactly on the
+    stored values is looked for first and preferred (``exact`` then True); otherwise S is
+    accepted iff ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-verified on the
+    weights), and "none" means no S meets that; the reduced search uses the implied Frobenius bound δ = d·τ. A dual
     certificate is exact for the stored numbers either way; it also rules out every S within
     tolerance when its margin exceeds τ·‖Y‖₁ (since |⟨E, Y⟩| ≤ ‖E‖_max‖Y‖₁).
     """
