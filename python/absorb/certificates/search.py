@@ -273,8 +273,9 @@ def find_index_set(
     stored values is looked for first and preferred (``exact`` then True); otherwise S is
     accepted iff ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-verified on the
     weights), and "none" means no S meets that; the reduced search uses the implied
-    Frobenius bound δ = d·τ. A dual certificate is exact for the stored numbers either way; it also rules out every S within
-    tolerance when its margin exceeds τ·‖Y‖₁ (since |⟨E, Y⟩| ≤ ‖E‖_max‖Y‖₁).
+    Frobenius bound δ = d·τ. A dual certificate is exact for the stored numbers either way;
+    it also rules out every S within tolerance when its margin exceeds τ·‖Y‖₁ (since
+    |⟨E, Y⟩| ≤ ‖E‖_max‖Y‖₁).
     """
     w = prepare(W_up, W_down, A)
     if tol <= 0 or not math.isfinite(tol):
