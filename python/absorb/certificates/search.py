@@ -419,10 +419,12 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     tau = tol * a_max
     delta = w.d * tau
     notes: list[str] = []
+    proved_none = [False]  # set when the exact search proved that no S holds exactly
 
     def out(status: Status, S: tuple[int, ...] | None, how: str, detail: str,
             cert: DualCertificate | None = None, plan: SearchPlan | None = None,
             exact: bool = False) -> IndexSetSearch:
+        exact = exact or (status == "none" and proved_none[0])
         return IndexSetSearch(status, S, how, exact, rel, detail, cert, plan, tuple(notes))
 
     def accept(S: tuple[int, ...]) -> bool:
@@ -458,7 +460,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
         xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
         if xs == "found":
             return out(xs, xS, xhow, xdetail, plan=xplan, exact=True)
-        exact_none = xs == "none"
+        exact_none = proved_none[0] = xs == "none"
         notes.append(xdetail)
     # r² within the tolerance: an S meeting the condition up to τ is not excluded by r alone.
     # A certificate still settles the stored weights exactly (the residual when r² > 0, else
@@ -535,8 +537,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
             if xs == "found":
                 return out(xs, xS, xhow, xdetail, cert, xplan, exact=True)
             notes.append(xdetail)
-    # "none" is exact when the exact search proved that no S meets the condition exactly
-    return out(status, S, how, detail, cert, plan, exact=exact_none and status == "none")
+    return out(status, S, how, detail, cert, plan)
 
 
 def _rounded_point(s: FloatArray) -> tuple[int, ...] | None:
