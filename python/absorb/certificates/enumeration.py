@@ -87,9 +87,16 @@ def meet_in_the_middle(
     k_right = t @ w - right @ w
     order = np.argsort(k_left, kind="stable")
     k_sorted = k_left[order]
-    lo = np.searchsorted(k_sorted, k_right - delta, side="left")
-    hi = np.searchsorted(k_sorted, k_right + delta, side="right")
-    counts = (hi - lo).astype(np.int64)
+    # sorted queries: the binary searches walk shared paths (several times faster than
+    # unsorted ones at 2^20 keys and more); the results are put back in right-index order
+    q_order = np.argsort(k_right)
+    q = k_right[q_order]
+    lo = np.empty(q.size, dtype=np.int64)
+    hi = np.empty(q.size, dtype=np.int64)
+    lo[q_order] = np.searchsorted(k_sorted, q - delta, side="left")
+    hi[q_order] = np.searchsorted(k_sorted, q + delta, side="right")
+    del q, q_order
+    counts = hi - lo
     total = int(counts.sum())
     if total > max_enumeration:
         return Mitm(

@@ -84,8 +84,8 @@ Engine = Literal["meet-in-the-middle", "milp", "exact-meet-in-the-middle"]
 Status = Literal["found", "none", "limit"]
 
 #: Meet-in-the-middle is preferred to HiGHS only below these predicted costs ...
-MITM_PREFERRED_BYTES = 256 << 20
-MITM_PREFERRED_SECONDS = 1.0
+MITM_PREFERRED_BYTES = 1 << 30
+MITM_PREFERRED_SECONDS = 4.0
 #: ... and is never started above this share of the available memory or this time.
 MITM_MEMORY_SHARE = 0.5
 MITM_MAX_SECONDS = 120.0
@@ -96,7 +96,7 @@ MILP_MAX_ENTRIES = 1 << 22
 # entries), and per subset sum and binary-search step (the sort and the unsorted searches
 # dominate from n ≈ 40 on: benchmarks/search_bench.py, section "exact search").
 _SECONDS_PER_ENTRY = {"int64": 4e-9, "object": 1.5e-7}
-_SECONDS_PER_SEARCH_STEP = 4e-8
+_SECONDS_PER_SEARCH_STEP = 1e-8
 _BYTES_PER_ENTRY = {"int64": 8, "object": 48}
 # The exact (fingerprint) meet-in-the-middle: seconds per subset sum and binary-search step,
 # and bytes per left subset sum (its key, the sorted copy and one doubling temporary), plus the
