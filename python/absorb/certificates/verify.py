@@ -143,6 +143,9 @@ def _check_float(Wu: NDArray[np.float64], Wd: NDArray[np.float64], A: NDArray[np
     cheap = _decide_float(Wu, A, Y, c, absP_b + a_norm * (np.abs(Wu) @ y_norm) * grow, d, n)
     if cheap.valid:
         return cheap
+    value = -float(np.sum(A * Y))
+    if float(np.sum(np.minimum(c, 0.0))) <= value <= float(np.sum(np.maximum(c, 0.0))):
+        return cheap  # inside even without error bounds: no sharper bound can separate it
     Q = np.abs(Wd.T) @ np.abs(Y)  # the sharper bound: one more GEMM
     return _decide_float(Wu, A, Y, c, absP_b + np.einsum("ik,ik->i", Q, np.abs(Wu)), d, n)
 
