@@ -34,7 +34,7 @@ from absorb.certificates import find_index_set, plan_search, relaxation_cost
 from absorb.certificates.enumeration import exact_meet_in_the_middle, meet_in_the_middle
 from absorb.certificates.search import plan_exact_search
 from absorb.checkpoints import matmul_rate
-from absorb.exact import integers, product_equals
+from absorb.exact import as_fractions, integers, product_equals
 
 
 def _once(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -87,18 +87,23 @@ def search_table(quick: bool) -> tuple[list[str], list[list[str]], list[str]]:
         t_exact, res = _once(lambda Wu=Wu, Wd=Wd, A=A: exact_meet_in_the_middle(
             Wu, Wd, A, 1 << 40))
         t_find, found = _once(lambda Wu=Wu, Wd=Wd, A=A: find_index_set(Wu, Wd, A, dual=False))
+        q = [as_fractions(M) for M in (Wu, Wd, A)]
+        t_q, found_q = _once(lambda q=q: find_index_set(*q, dual=False))
+        if found_q.status != res.status:
+            raise AssertionError(f"exact input decided differently at n={n}")
         rows.append([
             str(n), kind, res.status, f"{found.status} ({found.method}, exact={found.exact})",
             f"{t_float:.3g}" if run_float else "not run", f"{pf.seconds:.3g}",
             f"{t_exact:.3g}", f"{px.seconds:.3g}",
             f"{t_exact / t_float:.2f}" if run_float else "—",
             f"{t_float / pf.seconds:.2f}" if run_float else "—", f"{t_exact / px.seconds:.2f}",
-            f"{t_find:.3g}"])
+            f"{t_find:.3g}", f"{t_q:.3g}"])
         if run_float and st_float != res.status and not (kind == "planted"):
             raise AssertionError(f"float and exact engines disagree at n={n}")
     header = ["n", "instance", "exact engine", "find_index_set", "float MITM (s)",
               "predicted", "exact MITM (s)", "predicted", "exact/float",
-              "float measured/predicted", "exact measured/predicted", "find_index_set (s)"]
+              "float measured/predicted", "exact measured/predicted", "find_index_set (s)",
+              "same, Fraction input (s)"]
     notes = [
         "d = 2, A = I (generic: Gaussian weights) or A = −W_down[:,S]W_up[S,:] of a planted S "
         "(|S| = 9, weights on the grid 2^-7: exactly absorbable)",
@@ -106,7 +111,9 @@ def search_table(quick: bool) -> tuple[list[str], list[list[str]], list[str]]:
         "a random projection (the float search of find_index_set); exact MITM: "
         "absorb.certificates.enumeration.exact_meet_in_the_middle on the stored values",
         "find_index_set: the whole search on the float input (relaxation, round(s), then the "
-        "exact search first when it is predicted cheap), dual=False",
+        "exact search first when it is predicted cheap; after an exact 'none' the float search "
+        "within the tolerance still runs), dual=False; Fraction input: the same values as "
+        "exact rationals (exact relaxation, then the exact search)",
     ]
     return header, rows, notes
 

@@ -31,8 +31,8 @@ from numpy.typing import NDArray
 from absorb.errors import AbsorbError
 
 __all__ = ["Scaled", "as_fractions", "identity", "index_set_holds", "integers",
-           "matmul_mod", "negated", "primes_below", "product_equals", "rank", "rref",
-           "safe_float", "to_fraction"]
+           "json_float", "matmul_mod", "negated", "primes_below", "product_equals", "rank",
+           "rref", "safe_float", "to_fraction"]
 
 ObjArray = NDArray[np.object_]
 IntArray = NDArray[np.int64]
@@ -119,6 +119,13 @@ def safe_float(q: Fraction | int | float) -> float:
         return float(q)
     except OverflowError:
         return math.inf if q > 0 else -math.inf
+
+
+def json_float(q: Fraction | int | float) -> float | None:
+    """q as a JSON number: the nearest float, or None beyond the float range (JSON has no
+    infinity; the exact value is then written as a "p/q" string beside it)."""
+    f = safe_float(q)
+    return f if math.isfinite(f) else None
 
 
 def rref(M: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:

@@ -30,7 +30,7 @@ from scipy.optimize import linprog
 from absorb.certificates._inputs import FloatArray, Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
-from absorb.exact import safe_float
+from absorb.exact import json_float
 from absorb.rationals import RationalMatrix
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "RationalMatrix", "certify",
@@ -64,10 +64,10 @@ class DualCertificate:
         return {
             "Y": self.rational(),
             "margin": str(chk.margin) if exact else float(chk.margin),
-            "margin_float": safe_float(chk.margin),
-            "value": safe_float(chk.value),
-            "interval": [safe_float(chk.lower), safe_float(chk.upper)],
-            # the exact values ("p/q"; floats beyond the float range are ±inf above)
+            "margin_float": json_float(chk.margin),
+            "value": json_float(chk.value),
+            "interval": [json_float(chk.lower), json_float(chk.upper)],
+            # the exact values ("p/q"; a float beyond the float range is null above)
             "value_exact": str(chk.value) if exact else None,
             "interval_exact": [str(chk.lower), str(chk.upper)] if exact else None,
             "side": self.check.side,

@@ -26,7 +26,7 @@ import scipy.linalg as sla
 
 from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates._inputs import FloatArray, Weights, prepare, rref
-from absorb.exact import safe_float
+from absorb.exact import json_float, safe_float
 
 __all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]
 
@@ -64,7 +64,7 @@ class Relaxation:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "residual": self.residual,
+            "residual": json_float(self.residual),  # null beyond the float range
             "residual_exact": None if self.residual_exact is None else str(self.residual_exact),
             "s": [float(v) for v in self.s],
             "rank": self.rank,
