@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -196,56 +196,67 @@ def rank(M: Any) -> int:
 class Scaled:
     """A rational matrix M = N · ``scale``, N integer, kept without expanding huge integers.
 
-    Float source: N = ``mant`` · 2^``shift`` entry-wise (odd mantissas |mant| < 2⁵³, shifts
-    ≥ 0), scale = 2^(smallest exponent). Rational source: N = ``big`` (Python integers),
-    scale = 1/lcm(denominators). ``bits`` bounds every |N_ij| < 2^bits; ``max_abs`` is the
-    exact max |N_ij|.
+    Float source (``x``): scale = 2^``emin``, emin the lowest set bit's exponent over all
+    entries, so N = x·2^-emin entry-wise (odd mantissas times powers of two). Rational source:
+    N = ``big`` (Python integers), scale = 1/lcm(denominators). ``bits`` bounds every
+    |N_ij| < 2^bits; ``max_abs`` is the exact max |N_ij|.
     """
 
     shape: tuple[int, ...]
     scale: Fraction
     bits: int
     max_abs: int
-    mant: IntArray | None = None
-    shift: IntArray | None = None
+    x: NDArray[np.float64] | None = None
+    emin: int = 0
     big: ObjArray | None = None
+
+    @cached_property
+    def _parts(self) -> tuple[IntArray, IntArray]:
+        """(m, k) with N = m·2^k entry-wise, |m| < 2⁵³ odd or 0, k ≥ 0 (float source)."""
+        assert self.x is not None
+        m, e = _dyadic_parts(self.x)
+        return m, np.where(m != 0, e - self.emin, 0)
 
     def residues(self, p: int) -> IntArray:
         """N mod p, as int64 in [0, p)."""
         if self.big is not None:
             out: IntArray = np.asarray(np.mod(self.big, p), dtype=np.int64).reshape(self.shape)
             return out
-        assert self.mant is not None and self.shift is not None
-        top = int(self.shift.max()) if self.shift.size else 0
-        pow2 = _pow2_table(p, top)
-        m = np.mod(self.mant, p)
-        return np.asarray((m * pow2[self.shift]) % p, dtype=np.int64)
+        if self.bits <= 52:  # N is a float64 integer below 2^52: one exact reduction
+            return np.mod(_reduce(self.floats().copy(), p).astype(np.int64), p)
+        m, k = self._parts
+        pow2 = _pow2_table(p, int(k.max()) if k.size else 0)
+        return np.asarray((np.mod(m, p) * pow2[k]) % p, dtype=np.int64)
 
     def exact(self) -> ObjArray:
         """N as Python integers (for small matrices: confirmations, tests)."""
         if self.big is not None:
             return self.big
-        assert self.mant is not None and self.shift is not None
+        m, k = self._parts
         out: ObjArray = np.empty(self.shape, dtype=object)
         flat = out.reshape(-1)
-        for k, (m, s) in enumerate(zip(self.mant.reshape(-1).tolist(),
-                                       self.shift.reshape(-1).tolist(), strict=True)):
-            flat[k] = int(m) << int(s)
+        for i, (mi, ki) in enumerate(zip(m.reshape(-1).tolist(), k.reshape(-1).tolist(),
+                                         strict=True)):
+            flat[i] = int(mi) << int(ki)
         return out
 
-    def floats(self) -> NDArray[np.float64]:
-        """N as float64: exact when ``bits`` ≤ 53 (the caller's condition)."""
+    @cached_property
+    def _floats(self) -> NDArray[np.float64]:
         if self.big is not None:
             return np.asarray(self.big.astype(np.float64), dtype=np.float64)
-        assert self.mant is not None and self.shift is not None
-        return np.asarray(np.ldexp(self.mant.astype(np.float64), self.shift), dtype=np.float64)
+        assert self.x is not None
+        return np.asarray(np.ldexp(self.x, -self.emin), dtype=np.float64)
+
+    def floats(self) -> NDArray[np.float64]:
+        """N as float64: exact when ``bits`` ≤ 53 (the caller's condition); computed once."""
+        return self._floats
 
     def nonzero(self) -> NDArray[np.bool_]:
         """N ≠ 0 entry-wise (exact)."""
         if self.big is not None:
             return np.asarray(self.big != 0, dtype=bool)
-        assert self.mant is not None
-        return np.asarray(self.mant != 0)
+        assert self.x is not None
+        return np.asarray(self.x != 0)
 
     def is_zero(self) -> bool:
         return self.max_abs == 0
@@ -262,6 +273,9 @@ def _pow2_table(p: int, top: int) -> IntArray:
     return out
 
 
+_FRACTION_BITS = np.uint64((1 << 52) - 1)
+
+
 def _dyadic_parts(x: NDArray[np.float64]) -> tuple[IntArray, IntArray]:
     """x = m·2^e exactly, m odd (or 0) int64 with |m| < 2⁵³, e int64 (any finite float64).
 
@@ -271,7 +285,7 @@ def _dyadic_parts(x: NDArray[np.float64]) -> tuple[IntArray, IntArray]:
     """
     raw = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
     ebits = ((raw >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
-    frac = (raw & np.uint64((1 << 52) - 1)).astype(np.int64)
+    frac = (raw & _FRACTION_BITS).astype(np.int64)
     normal = ebits != 0
     m = np.where(normal, frac | (1 << 52), frac)
     e = np.where(normal, ebits - 1075, -1074)
@@ -283,6 +297,28 @@ def _dyadic_parts(x: NDArray[np.float64]) -> tuple[IntArray, IntArray]:
     return m, np.where(nz, e + tz, 0)
 
 
+def _lowest_exponent(x: NDArray[np.float64]) -> int:
+    """min over the nonzero entries of the exponent of their lowest set bit (x not all zero).
+
+    The same IEEE 754 reading as :func:`_dyadic_parts`, with a few in-place passes: for
+    m = 2⁵²·[normal] + fraction, the lowest set bit m & (−m) is a power of two 2^t whose float64
+    exponent field is t + 1023, and the entry's lowest bit is 2^(t + max(E, 1) − 1075)."""
+    raw = np.ascontiguousarray(x, dtype=np.float64).reshape(-1).view(np.uint64)
+    m = raw & _FRACTION_BITS
+    field = raw >> np.uint64(52)
+    field &= np.uint64(0x7FF)
+    np.bitwise_or(m, np.uint64(1 << 52), out=m, where=field != 0)
+    low = ~m
+    low += np.uint64(1)
+    low &= m  # lowest set bit (0 for a zero entry)
+    t = low.astype(np.float64).view(np.uint64)
+    t >>= np.uint64(52)  # t + 1023 (0 for a zero entry)
+    np.maximum(field, np.uint64(1), out=field)
+    field += t  # (t + 1023) + max(E, 1)
+    field[m == 0] = np.iinfo(np.uint64).max
+    return int(field.min()) - 1023 - 1075
+
+
 def integers(M: Any) -> Scaled:
     """M = N·scale with N integer (see :class:`Scaled`). Floats are read as the dyadic
     rationals they are; object arrays as rationals (Fractions, integers, "p/q" strings)."""
@@ -291,21 +327,16 @@ def integers(M: Any) -> Scaled:
         arr = arr.astype(object)
     if arr.dtype.kind == "f":
         x = np.asarray(arr, dtype=np.float64)
-        if not np.all(np.isfinite(x)):
+        peak = float(np.max(np.abs(x))) if x.size else 0.0
+        if not math.isfinite(peak):
             raise AbsorbError("weights contain NaN or Inf")
-        m, e = _dyadic_parts(x)
-        nz = m != 0
-        if not np.any(nz):
-            return Scaled(x.shape, Fraction(1), 0, 0, m, np.zeros_like(e))
-        emin = int(e[nz].min())
-        shift = np.where(nz, e - emin, 0)
-        # bit length of |m| (< 2^53, exact in float64): its float exponent field plus one
-        mbits = (np.abs(m).astype(np.float64).view(np.uint64) >> np.uint64(52)).astype(
-            np.int64) - 1022
-        bits = int((mbits + shift)[nz].max())
-        peak = float(np.max(np.abs(x)))
+        if peak == 0.0:
+            return Scaled(x.shape, Fraction(1), 0, 0, x, 0)
+        emin = _lowest_exponent(x)
+        # |N| ≤ max|x|·2^-emin < 2^(top + 1 − emin), top = ⌊log₂ max|x|⌋ (frexp: exact)
+        bits = int(np.frexp(peak)[1]) - emin
         max_abs = int(Fraction(peak) / Fraction(2) ** emin)
-        return Scaled(x.shape, Fraction(2) ** emin, bits, max_abs, m, shift)
+        return Scaled(x.shape, Fraction(2) ** emin, bits, max_abs, x, emin)
     Q = as_fractions(arr)
     den = math.lcm(1, *(q.denominator for q in Q.reshape(-1)))
     big: ObjArray = np.empty(Q.shape, dtype=object)
@@ -314,10 +345,6 @@ def integers(M: Any) -> Scaled:
         flat[k] = q.numerator * (den // q.denominator)
     max_abs = max((abs(int(v)) for v in flat), default=0)
     return Scaled(Q.shape, Fraction(1, den), max_abs.bit_length(), max_abs, big=big)
-
-
-# --------------------------------------------------------------------------------------------
-# products modulo primes
 
 
 def _reduce(C: NDArray[np.float64], p: int) -> NDArray[np.float64]:
