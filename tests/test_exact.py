@@ -242,3 +242,18 @@ def test_unsafe_floats_beyond_the_exact_fallback_size_are_refused() -> None:
     Wu = np.ones((300, 70)) * 1e200
     with pytest.raises(AbsorbError, match="exact arithmetic"):
         find_index_set(Wu, Wu.T.copy())
+
+
+def test_the_rank_shortcut_is_exact() -> None:
+    """rank A = 2 exactly although its small singular value is 2^-52 (a float rank says 1):
+    one unit cannot reach it. A non-diagonal A above the exact-rank size is left to the
+    relaxation (which certifies the same)."""
+    A = np.array([[1.0, 1.0], [1.0, 1.0 + 2.0**-52]])
+    W_up, W_down = -np.array([[1.0, 1.0]]), np.array([[1.0], [1.0]])
+    res = find_index_set(W_up, W_down, A)
+    assert res.status == "none" and res.method == "rank" and res.exact
+    assert "rank(A) = 2" in res.detail
+    gen = np.random.default_rng(8)
+    big = np.eye(70) + np.triu(gen.standard_normal((70, 70)), 1)
+    wide = find_index_set(gen.standard_normal((3, 70)), gen.standard_normal((70, 3)), big)
+    assert wide.status == "none" and wide.method == "relaxation"

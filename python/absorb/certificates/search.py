@@ -294,17 +294,37 @@ def find_index_set(
 _Verdict = tuple[Status, tuple[int, ...] | None, str, str]
 
 
-def _skip_verdict(w: Weights, a_is_zero: bool, rank: Callable[[Any], int]) -> _Verdict | None:
+#: Largest d whose rank is computed by exact elimination for the rank shortcut (Bareiss on
+#: scaled integers: about d³/3 big-integer operations).
+EXACT_RANK_MAX_D = 64
+
+
+def _exact_rank(A: Any) -> int | None:
+    """rank A exactly on the stored values, or None when not computed: a diagonal A (the
+    identity skip) by its nonzero diagonal, otherwise elimination up to EXACT_RANK_MAX_D."""
+    d = A.shape[0]
+    diag = np.array([A[i, i] for i in range(d)], dtype=A.dtype)
+    off = A.copy()
+    for i in range(d):
+        off[i, i] = 0
+    if not np.any(off != 0):
+        return int(np.count_nonzero(diag != 0))
+    return rank(A) if d <= EXACT_RANK_MAX_D else None
+
+
+def _skip_verdict(w: Weights, a_is_zero: bool) -> _Verdict | None:
     """The checks that need no relaxation: A = 0 (S = ∅ works) and rank A > n (no S can, since
-    rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n)."""
+    rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n) — the rank decided exactly on the stored values, and
+    skipped where it is not computed (the relaxation then decides: rank A > n gives r² > 0)."""
     if a_is_zero:
         return "found", (), "trivial", "the skip matrix is zero, so S = ∅ works"
-    if w.d <= w.n:  # rank A ≤ d ≤ n: nothing to decide (and no SVD of a large A)
+    if w.d <= w.n:  # rank A ≤ d ≤ n: nothing to decide
         return None
-    rank_a = rank(w.A)
-    if rank_a > w.n:
+    rank_a = _exact_rank(w.A)
+    if rank_a is not None and rank_a > w.n:
         return ("none", None, "rank",
-                f"rank(A) = {rank_a} > n = {w.n}, but rank(W_down[:,S]W_up[S,:]) ≤ |S| ≤ n")
+                f"rank(A) = {rank_a} > n = {w.n} (exact), but rank(W_down[:,S]W_up[S,:]) "
+                "≤ |S| ≤ n")
     return None
 
 
@@ -333,7 +353,7 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
             ) -> IndexSetSearch:
         return IndexSetSearch(status, S, how, True, rel, detail, cert, plan, tuple(notes))
 
-    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()), rank)
+    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()))
     if early is not None:
         return out(*early)
     if rel.residual_exact != 0:
@@ -430,10 +450,9 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     def accept(S: tuple[int, ...]) -> bool:
         return float(np.max(np.abs(_residual_matrix(w, S)))) <= tau
 
-    early = _skip_verdict(w, a_max == 0.0, lambda A: rank(A) if w.d <= 64 else int(
-        np.linalg.matrix_rank(A)))
+    early = _skip_verdict(w, a_max == 0.0)
     if early is not None:
-        return out(*early, exact=early[0] == "found" or w.d <= 64)
+        return out(*early, exact=True)
     if not rel.is_zero:
         cert = certify(w, residual_candidates(rel.R)) if dual else None
         if dual and cert is None:
