@@ -510,11 +510,15 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                    f"({rel.rank}×{w.n}) is above {MILP_MAX_ENTRIES} entries", cert, plan,
                    exact=False)
     eig_seconds = 9.0 * float(w.n) ** 3 * _EIGH_SECONDS_PER_FLOP
-    if eig_seconds > MITM_MAX_SECONDS:
+    eig_bytes = 3.0 * 8.0 * float(w.n) ** 2  # G, its eigenvectors, LAPACK's workspace
+    eig_limit = MITM_MEMORY_SHARE * available_memory()
+    if eig_seconds > MITM_MAX_SECONDS or eig_bytes > eig_limit:
         # the reduced coordinates need an n×n eigendecomposition (79 s at n = 4096): bounded
         return out("limit", None, "plan", f"the reduced search needs an n×n eigendecomposition "
-                   f"(n = {w.n}), predicted {human_seconds(eig_seconds)}, above the limit of "
-                   f"{human_seconds(MITM_MAX_SECONDS)}", cert, plan)
+                   f"(n = {w.n}), predicted {human_seconds(eig_seconds)} and "
+                   f"{human_bytes(eig_bytes)}, above the limits of "
+                   f"{human_seconds(MITM_MAX_SECONDS)} and {human_bytes(eig_limit)}", cert,
+                   plan)
     G = gram(w.W_up, w.W_down)
     # orthonormal reduced coordinates: with G = V Λ Vᵀ and K = U Λ^½ Vᵀ, the map Uᵀ is an
     # isometry on span(K), Uᵀk_i = column i of Λ_r^½ V_rᵀ and Uᵀvec(A) = Λ_r^{-½} V_rᵀ c.
