@@ -257,3 +257,16 @@ def test_the_rank_shortcut_is_exact() -> None:
     big = np.eye(70) + np.triu(gen.standard_normal((70, 70)), 1)
     wide = find_index_set(gen.standard_normal((3, 70)), gen.standard_normal((70, 3)), big)
     assert wide.status == "none" and wide.method == "relaxation"
+
+
+def test_of_two_index_sets_the_exact_one_is_found() -> None:
+    """Units 2, 3 meet the condition within the float64 tolerance only (a relative 1e-13 off),
+    units 0, 1 exactly: the exact set is returned (issue 15: 'the inexact of two sets')."""
+    Wu = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.25]])
+    Wd = np.array([[-1.0, 0.0, -1.0 - 1e-13, 0.0, 0.125], [0.0, -1.0, 0.0, -1.0, 0.375]])
+    assert check_index_set(Wu, Wd, (0, 1)) and not check_index_set(Wu, Wd, (2, 3))
+    for order in ([0, 1, 2, 3, 4], [2, 3, 0, 1, 4]):  # whichever set an engine meets first
+        res = find_index_set(Wu[order], Wd[:, order])
+        assert res.status == "found" and res.exact and res.S is not None
+        assert 2 not in {order[i] for i in res.S}  # {0, 1} or {0, 3}: both exact
+        assert check_index_set(Wu[order], Wd[:, order], res.S)
