@@ -270,3 +270,29 @@ def test_of_two_index_sets_the_exact_one_is_found() -> None:
         assert res.status == "found" and res.exact and res.S is not None
         assert 2 not in {order[i] for i in res.S}  # {0, 1} or {0, 3}: both exact
         assert check_index_set(Wu[order], Wd[:, order], res.S)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 6), st.integers(-1074, 900), st.data())
+def test_bilinear_rows_and_frobenius_product_match_fractions(d: int, n: int, e: int,
+                                                             data: st.DataObject) -> None:
+    """c_i = a_iᵀ Y b_i and ⟨A, Y⟩ by residues and the CRT equal the Fraction values, for
+    dyadic entries across the float range and for exact rationals."""
+    from absorb.exact import bilinear_rows, frobenius_product
+
+    gen = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+
+    def mat(r: int, c: int) -> np.ndarray:
+        return np.ldexp(gen.integers(-2**30, 2**30, (r, c)).astype(float),
+                        np.clip(e + gen.integers(0, 40, (r, c)), -1074, 900))
+
+    Wd, Y, Wu = mat(d, n), mat(d, d), mat(n, d)
+    Fd, Fy, Fu = (np.array(fr(M), dtype=object) for M in (Wd, Y, Wu))
+    want = [sum((Fd[:, i] @ Fy) * Fu[i]) for i in range(n)]
+    for args in ((Wd, Y, Wu), (Fd, Fy / 3, Fu)):
+        c, scale = bilinear_rows(*args)
+        factor = 1 if args[0] is Wd else Fraction(1, 3)
+        assert [v * scale for v in c] == [w * factor for w in want]
+    Z = mat(d, d)
+    assert frobenius_product(Z, Y) == sum((np.array(fr(Z), dtype=object) * Fy).ravel(),
+                                          Fraction(0))

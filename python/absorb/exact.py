@@ -30,7 +30,8 @@ from numpy.typing import NDArray
 
 from absorb.errors import AbsorbError
 
-__all__ = ["Scaled", "as_fractions", "identity", "index_set_holds", "integers",
+__all__ = ["Scaled", "as_fractions", "bilinear_rows", "frobenius_product", "identity",
+           "index_set_holds", "integers",
            "json_float", "matmul_mod", "negated", "primes_below", "product_equals", "rank",
            "rref", "safe_float", "to_fraction"]
 
@@ -477,6 +478,75 @@ def _equal_mod_primes(sx: Scaled, sy: Scaled, sz: Scaled, a: int, b: int, need: 
         prod *= p
         if prod.bit_length() > need:  # M ≥ 2^(bitlen−1) ≥ 2^need > 2bL
             return True
+    raise AssertionError("prime supply exhausted")
+
+
+def _rowdot_centered(P: NDArray[np.float64], U: NDArray[np.float64],
+                     p: int) -> NDArray[np.float64]:
+    """Σ_k P_ik U_ik modulo p for centered residues, centered (chunks of CHUNK products are
+    exact integers below 2⁵³, as in :func:`_matmul_centered`)."""
+    acc = np.zeros(P.shape[0])
+    for k0 in range(0, P.shape[1], CHUNK):
+        acc += _reduce(np.einsum("ik,ik->i", P[:, k0:k0 + CHUNK], U[:, k0:k0 + CHUNK]), p)
+        _reduce(acc, p)
+    return acc
+
+
+def _crt(residues: list[list[int]], primes: list[int]) -> list[int]:
+    """The integers x_i with |x_i| < M/2 (M = Π primes) and x_i ≡ residues[j][i] (mod p_j)."""
+    M = math.prod(primes)
+    basis = [(M // p) * pow(M // p, -1, p) for p in primes]
+    out = []
+    for column in zip(*residues, strict=True):
+        x = sum(int(r) * e for r, e in zip(column, basis, strict=True)) % M
+        out.append(x - M if 2 * x > M else x)
+    return out
+
+
+def bilinear_rows(X: Any, Y: Any, U: Any) -> tuple[list[int], Fraction]:
+    """c_i = Σ_k (Xᵀ Y)_ik U_ik exactly, for X (d×n), Y (d×d), U (n×d) — the certificate's
+    a_iᵀ Y b_i — as integers ``c`` and a scale: c_i·scale is the exact value.
+
+    With integer forms X = Nx·sx, Y = Ny·sy, U = Nu·su, |Σ_k (NxᵀNy)_ik Nu_ik| ≤
+    d²·2^(bx+by+bu) =: L; the residues modulo primes whose product M exceeds 2L determine each
+    value (Chinese remainder theorem, the representative in (−M/2, M/2)). Cost: one n×d×d
+    GEMM per prime on float64 BLAS, plus O(n·#primes) big-integer work.
+    """
+    sx, sy, su = integers(X), integers(Y), integers(U)
+    d = sx.shape[0]
+    scale = sx.scale * sy.scale * su.scale
+    n = sx.shape[1]
+    if sx.is_zero() or sy.is_zero() or su.is_zero():
+        return [0] * n, scale
+    need = sx.bits + sy.bits + su.bits + 2 * d.bit_length() + 1
+    rx, ry, ru = _Residues(sx), _Residues(sy), _Residues(su)
+    primes: list[int] = []
+    res: list[list[int]] = []
+    for p in _primes(need // 21 + 2):
+        P = _matmul_centered(np.ascontiguousarray(rx(p).T), ry(p), p)
+        res.append(_rowdot_centered(P, ru(p), p).astype(np.int64).tolist())
+        primes.append(p)
+        if math.prod(primes).bit_length() > need:
+            return _crt(res, primes), scale
+    raise AssertionError("prime supply exhausted")
+
+
+def frobenius_product(X: Any, Y: Any) -> Fraction:
+    """⟨X, Y⟩ = Σ_ij X_ij Y_ij exactly (any shapes alike), by residues and the CRT."""
+    if np.shape(X) != np.shape(Y):
+        raise ValueError(f"shapes {np.shape(X)} and {np.shape(Y)} differ")
+    sx, sy = integers(np.asarray(X).reshape(1, -1)), integers(np.asarray(Y).reshape(1, -1))
+    if sx.is_zero() or sy.is_zero():
+        return Fraction(0)
+    need = sx.bits + sy.bits + max(1, sx.shape[1]).bit_length() + 1
+    rx, ry = _Residues(sx), _Residues(sy)
+    primes: list[int] = []
+    res: list[list[int]] = []
+    for p in _primes(need // 21 + 2):
+        res.append(_rowdot_centered(rx(p), ry(p), p).astype(np.int64).tolist())
+        primes.append(p)
+        if math.prod(primes).bit_length() > need:
+            return _crt(res, primes)[0] * sx.scale * sy.scale
     raise AssertionError("prime supply exhausted")
 
 

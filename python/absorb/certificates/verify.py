@@ -13,9 +13,11 @@ proves that no index set exists. The margin is the distance to the interval.
 
 Two ways of deciding it, both O(n d²):
 
-* exact: every matrix is scaled by the lcm of its denominators to Python integers, and the
-  c_i and ⟨A, Y⟩ are computed in integer arithmetic (used whenever n·d² ≤ EXACT_OPS, and
-  always for non-dyadic rational input);
+* exact: every matrix is written as an integer matrix times a rational scale (floats as the
+  dyadic rationals they are), and the c_i and ⟨A, Y⟩ are computed exactly from residues
+  modulo primes on float64 BLAS and the Chinese remainder theorem
+  (:func:`absorb.exact.bilinear_rows`; used whenever n·d² ≤ EXACT_OPS, and always for
+  non-float input);
 * floating point with a proven bound (float weights beyond EXACT_OPS): with P = W_downᵀY
   computed in float64, |fl(xᵀy) − xᵀy| ≤ γ_m |x|ᵀ|y|, γ_m = m·u/(1 − m·u), u = 2⁻⁵³, for any
   summation order (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1),
@@ -36,11 +38,12 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from absorb.exact import index_set_holds
+from absorb.exact import bilinear_rows, frobenius_product, index_set_holds
 
 __all__ = ["EXACT_OPS", "DualCheck", "check_dual", "check_index_set", "parse_matrix"]
 
-#: Largest n·d² decided in exact integer arithmetic when the weights are floats (≈ 2 s).
+#: Largest n·d² decided in exact arithmetic when the weights are floats (a few primes, each
+#: an n×d×d GEMM; the proven float bound beyond needs one or two).
 EXACT_OPS = 1 << 23
 EXACT_HOW = "exact rational arithmetic on the stored weights"
 FLOAT_HOW = ("float64 arithmetic with a proven rounding-error bound on the stored weights "
@@ -76,13 +79,6 @@ def parse_matrix(M: Any) -> Obj:
     return out
 
 
-def _integers(M: Obj) -> tuple[Obj, int]:
-    """(N, D) with M = N / D, N integer entries, D the lcm of the denominators."""
-    D = math.lcm(1, *(q.denominator for q in M.ravel()))
-    N: Obj = np.vectorize(lambda q: q.numerator * (D // q.denominator), otypes=[object])(M)
-    return N, D
-
-
 @dataclass(frozen=True)
 class DualCheck:
     """Outcome of checking one Y: ``valid`` iff −⟨A,Y⟩ lies outside [lower, upper].
@@ -109,17 +105,13 @@ def _decide(value: Any, lower: Any, upper: Any, how: str) -> DualCheck:
                      "inside", how)
 
 
-def _check_exact(Wu: Obj, Wd: Obj, A: Obj, Y: Obj) -> DualCheck:
-    Nu, Du = _integers(Wu)
-    Nd, Dd = _integers(Wd)
-    Na, Da = _integers(A)
-    Ny, Dy = _integers(Y)
-    P = Nd.T @ Ny  # n×d: row i is a_iᵀ Y, scaled by Dd·Dy
-    c = (P * Nu).sum(axis=1)  # c_i scaled by Dd·Dy·Du
-    scale = Dd * Dy * Du
-    lower = Fraction(sum(int(v) for v in c if v < 0), scale)
-    upper = Fraction(sum(int(v) for v in c if v > 0), scale)
-    value = Fraction(-int((Na * Ny).sum()), Da * Dy)
+def _check_exact(Wu: Any, Wd: Any, A: Any, Y: Any) -> DualCheck:
+    """c_i = a_iᵀ Y b_i and −⟨A, Y⟩ exactly (:func:`absorb.exact.bilinear_rows`: integer forms,
+    residues modulo primes on float64 BLAS, Chinese remainder theorem)."""
+    c, scale = bilinear_rows(Wd, Y, Wu)
+    lower = Fraction(sum(v for v in c if v < 0)) * scale
+    upper = Fraction(sum(v for v in c if v > 0)) * scale
+    value = -frobenius_product(A, Y)
     return _decide(value, lower, upper, EXACT_HOW)
 
 
@@ -197,8 +189,9 @@ def check_dual(W_up: Any, W_down: Any, Y: Any, A: Any = None, *,
         if not all(np.all(np.isfinite(a)) for a in arrays):
             raise ValueError("entries must be finite")
         return _check_float(*arrays)
-    return _check_exact(parse_matrix(W_up), parse_matrix(W_down), parse_matrix(A_in),
-                        parse_matrix(Y))
+    # floats stay floats (read as the dyadic rationals they are); anything else is parsed
+    return _check_exact(*(M if _all_float(M) else parse_matrix(M)
+                          for M in (W_up, W_down, A_in, Y)))
 
 
 def check_index_set(W_up: Any, W_down: Any, S: Any, A: Any = None) -> bool:
