@@ -30,7 +30,6 @@ Two ways of deciding it, both O(n d²):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -38,7 +37,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from absorb.exact import bilinear_rows, frobenius_product, index_set_holds
+from absorb.errors import AbsorbError
+from absorb.exact import bilinear_rows, frobenius_product, index_set_holds, to_fraction
 
 __all__ = ["EXACT_OPS", "DualCheck", "check_dual", "check_index_set", "parse_matrix"]
 
@@ -54,28 +54,15 @@ _TINY = 2.0**-900
 Obj = NDArray[np.object_]
 
 
-def _entry(v: object) -> Fraction:
-    if isinstance(v, Fraction):
-        return v
-    if isinstance(v, bool):
-        raise ValueError(f"non-numeric entry {v!r}")
-    if isinstance(v, (int, np.integer)):
-        return Fraction(int(v))
-    if isinstance(v, (float, np.floating)):
-        if not math.isfinite(float(v)):
-            raise ValueError("entry is NaN or Inf")
-        return Fraction(float(v))  # a float is a dyadic rational: exact
-    if isinstance(v, str):
-        return Fraction(v.strip())
-    raise ValueError(f"non-numeric entry {v!r}")
-
-
 def parse_matrix(M: Any) -> Obj:
     """A 2-D array of exact rationals from floats, integers, Fractions or "p/q" strings."""
     arr = np.asarray(M, dtype=object)
     if arr.ndim != 2:
         raise ValueError(f"expected a matrix, got {arr.ndim} dimensions")
-    out: Obj = np.vectorize(_entry, otypes=[object])(arr) if arr.size else arr
+    try:
+        out: Obj = np.vectorize(to_fraction, otypes=[object])(arr) if arr.size else arr
+    except AbsorbError as exc:  # the checker's callers expect ValueError for bad entries
+        raise ValueError(str(exc)) from None
     return out
 
 
