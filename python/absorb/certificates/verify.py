@@ -1,8 +1,9 @@
 """Independent checks of certificates, rigorous for the stored numbers.
 
-This module shares no code with the producers (relaxation, LP, search): it parses its inputs
-itself and recomputes everything from the stored weights (the exact index-set check uses the
-bottom-layer :mod:`absorb.exact`, which no producer's result enters). Every float16/
+This module shares no code with the producers (relaxation, LP, search): it recomputes
+everything from the stored weights, on the bottom-layer exact arithmetic of
+:mod:`absorb.exact` (rational reading, integer forms, products modulo primes), which no
+producer's result enters. Every float16/
 bfloat16/float32/float64 value is a dyadic rational m·2^e, so the stored weights ARE
 rationals and the checks below are statements about exactly those numbers.
 
