@@ -296,3 +296,14 @@ def test_bilinear_rows_and_frobenius_product_match_fractions(d: int, n: int, e: 
     Z = mat(d, d)
     assert frobenius_product(Z, Y) == sum((np.array(fr(Z), dtype=object) * Fy).ravel(),
                                           Fraction(0))
+
+
+def test_an_absurd_tolerance_never_makes_an_exact_claim_nor_overflows() -> None:
+    gen = np.random.default_rng(9)
+    Wu, Wd = gen.standard_normal((16, 4)), gen.standard_normal((4, 16))
+    for tol in (1.0, 1e200):
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            res = find_index_set(Wu, Wd, tol=tol)
+        assert not (res.status == "found" and res.exact)
+        if res.S is not None:
+            assert not check_index_set(Wu, Wd, res.S)

@@ -208,8 +208,9 @@ def float_relaxation(w: Weights, tol: float) -> tuple[Relaxation, FloatArray]:
     R = w.W_down @ (s[:, None] * w.W_up) + w.A
     r2 = float(np.sum(R * R))
     a_max = float(np.max(np.abs(w.A)))
+    tol_f = w.d * tol * a_max
     rel = Relaxation(residual=r2, residual_exact=None, s=s, rank=rank, unique=rank == n,
-                     tolerance=(w.d * tol * a_max) ** 2, R=R)
+                     tolerance=tol_f * tol_f, R=R)  # a product: inf, not OverflowError
     return rel, c
 
 
