@@ -242,6 +242,15 @@ def test_unsafe_floats_beyond_the_exact_fallback_size_are_refused() -> None:
     Wu = np.ones((300, 70)) * 1e200
     with pytest.raises(AbsorbError, match="exact arithmetic"):
         find_index_set(Wu, Wu.T.copy())
+    # W_up large and W_down small by reciprocal powers of two: rebalanced exactly, decided in
+    # floats with the same relaxation as the balanced block
+    gen = np.random.default_rng(10)
+    Wu, Wd = gen.standard_normal((300, 70)), gen.standard_normal((70, 300))
+    plain = find_index_set(Wu, Wd, dual=False)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        scaled = find_index_set(Wu * 2.0**300, Wd * 2.0**-300, dual=False)
+    assert scaled.status == plain.status == "none" and not scaled.exact
+    assert scaled.relaxation.residual == plain.relaxation.residual
 
 
 def test_the_rank_shortcut_is_exact() -> None:

@@ -69,6 +69,9 @@ def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
     A_f = flo[2] if A is not None else np.eye(d)
     if float_safe(flo[0], flo[1], A_f):
         return Weights(flo[0], flo[1], A_f, False)
+    balanced = _balanced(flo[0], flo[1])
+    if balanced is not None and float_safe(*balanced, A_f):
+        return Weights(*balanced, A_f, False)
     # float64 work would overflow or lose the skip below the products: the stored values are
     # rationals, decided exactly instead (the tolerance does not apply to them)
     if n * n * d > EXACT_FALLBACK_WORK:
@@ -85,6 +88,20 @@ def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
 SAFE_EXPONENT = 120
 #: Largest n²d for which float weights outside that range are decided in exact arithmetic.
 EXACT_FALLBACK_WORK = 1 << 22
+
+
+def _balanced(W_up: FloatArray, W_down: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """(2^k W_up, 2^-k W_down) with the two largest entries' exponents about equal, when that
+    scaling is exact (no entry lost to the subnormal range), else None. Every product a_i b_iᵀ,
+    hence the index-set condition, the relaxation and every certificate, is unchanged."""
+    peaks = [float(np.max(np.abs(M))) if M.size else 0.0 for M in (W_up, W_down)]
+    if 0.0 in peaks:
+        return None
+    k = (int(np.frexp(peaks[1])[1]) - int(np.frexp(peaks[0])[1])) // 2
+    up, down = np.ldexp(W_up, k), np.ldexp(W_down, -k)
+    exact = (np.array_equal(np.ldexp(up, -k), W_up) and np.array_equal(np.ldexp(down, k), W_down)
+             and np.all(np.isfinite(up)) and np.all(np.isfinite(down)))
+    return (up, down) if exact else None
 
 
 def float_safe(W_up: FloatArray, W_down: FloatArray, A: FloatArray) -> bool:
