@@ -39,8 +39,10 @@ class Weights:
 
 
 def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
-    """Shapes and values checked; exact when any input is an object (Fraction) array, or when
-    float values lie outside the range float64 work can handle (:func:`float_safe`)."""
+    """Shapes and values checked; exact when any input is an object (Fraction) array. Float
+    values outside the range float64 work can handle (:func:`float_safe`) are first rebalanced
+    (W_up·2^k, W_down·2^-k: every product a_i b_iᵀ unchanged), and decided exactly when that
+    does not suffice."""
     arrays = [np.asarray(W_up), np.asarray(W_down)]
     if A is not None:
         arrays.append(np.asarray(A))

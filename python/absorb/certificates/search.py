@@ -25,7 +25,8 @@ decides it completely, in order of cost:
    run, status ``limit`` (with the certificate of step 4 where there is one).
 
 Inputs are float arrays (decided with a stated tolerance; values outside the float-safe range
-are decided exactly, :func:`absorb.certificates._inputs.float_safe`) or numpy object arrays
+are rebalanced by reciprocal powers of two where that suffices, else decided exactly,
+:func:`absorb.certificates._inputs.prepare`) or numpy object arrays
 of `fractions.Fraction` (decided exactly). ``IndexSetSearch.exact`` says that the status holds
 exactly for the stored values: ``found`` with an S meeting the condition exactly, ``none``
 with no S doing so. No MemoryError escapes: a search that would not fit ends with status
