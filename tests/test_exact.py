@@ -4,11 +4,13 @@ The oracle is written here, from the definition only: every one of the 2ⁿ inde
 over ``fractions.Fraction`` on the stored values (every float is the dyadic rational it
 stores). Inputs are adversarial: integer weights, several index sets (duplicated and zero
 units), near misses by one ulp, scales 2^±100 and subnormals, n < d, n = d, d = 1, and
-float16/bfloat16/float32/float64 storage.
+float16/bfloat16/float32/float64 storage. ``ABSORB_PROPERTY_SCALE=N`` runs N times as many
+examples (a long run).
 """
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -23,6 +25,8 @@ from absorb.errors import AbsorbError
 from absorb.exact import integers, matmul_mod, product_equals, rank, rref
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
+#: A long run multiplies every property test's example count: ABSORB_PROPERTY_SCALE=20.
+SCALE = int(os.environ.get("ABSORB_PROPERTY_SCALE", "1"))
 
 
 def stored(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -88,7 +92,7 @@ def blocks(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     return Wu, Wd, A, dtype
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(blocks(), st.booleans())
 def test_exact_search_agrees_with_the_oracle(case: tuple[np.ndarray, np.ndarray, np.ndarray,
                                                          str], dual: bool) -> None:
@@ -111,7 +115,7 @@ def test_exact_search_agrees_with_the_oracle(case: tuple[np.ndarray, np.ndarray,
     assert exact.S is None or exact.S in truth
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60 * SCALE, deadline=None)
 @given(blocks(), st.data())
 def test_check_index_set_agrees_with_the_oracle(case: tuple[np.ndarray, np.ndarray,
                                                             np.ndarray, str],
@@ -131,7 +135,7 @@ def test_check_index_set_agrees_with_the_oracle(case: tuple[np.ndarray, np.ndarr
     assert check_index_set(Uq, Dq, S, Aq) == holds
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40 * SCALE, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 6), st.integers(-1074, 1000),
        st.integers(-1074, 1000), st.data())
 def test_product_equals_matches_fractions(a: int, k: int, b: int, ex: int, ey: int,
@@ -177,7 +181,7 @@ def test_matmul_mod_is_exact_across_chunks() -> None:
     assert np.array_equal(matmul_mod(X, Y, p), want.astype(np.int64))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60 * SCALE, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 5), st.data())
 def test_rank_matches_rational_elimination(r: int, c: int, data: st.DataObject) -> None:
     vals = st.fractions(min_value=-3, max_value=3, max_denominator=7)
@@ -281,7 +285,7 @@ def test_of_two_index_sets_the_exact_one_is_found() -> None:
         assert check_index_set(Wu[order], Wd[:, order], res.S)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30 * SCALE, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(-1074, 900), st.data())
 def test_bilinear_rows_and_frobenius_product_match_fractions(d: int, n: int, e: int,
                                                              data: st.DataObject) -> None:
