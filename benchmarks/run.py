@@ -11,7 +11,9 @@
    and the Gram form at d = 1024, n = 4096 (the explicit matrix would take d²·n·8 bytes);
 3. fit engine: FLOP/s of one full-batch Adam step against numpy.matmul FLOP/s at the same
    shapes, float64 and float32, and against the same fit in PyTorch when it is installed;
-4. peak memory of each section (tracemalloc: numpy's allocations are traced) and of the run.
+4. peak memory of each section (tracemalloc: numpy's allocations are traced) and of the run;
+5.–7. LLM-scale inspect, the counterexample search, and exactness at float speed (the exact
+   index-set search and exact check against float work: benchmarks/exact_bench.py).
 
 Timings are the minimum over repeats (the least-disturbed run on a shared machine).
 """
@@ -39,6 +41,7 @@ from absorb.blocks import random_block
 from absorb.certificates import brute_force_index_set, find_index_set, relaxation
 from absorb.files import write_atomic
 from absorb.search import DERIVATIVES, AdamFit
+from exact_bench import bench_exact  # section 7, exactness at float speed (exact_bench.py)
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)
 from tables import Table  # the result table every section returns (benchmarks/tables.py)
@@ -450,7 +453,7 @@ def run(quick: bool, out: Path) -> int:
     sections = []
     t_start = time.perf_counter()
     for fn in (bench_index_set, bench_relaxation, bench_fit, bench_report, bench_scale,
-               bench_search):
+               bench_search, bench_exact):
         table, peak = traced(partial(fn, quick))
         table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
         print("\n" + table.text(), flush=True)

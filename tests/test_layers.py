@@ -21,7 +21,7 @@ PACKAGE = REPO / "python" / "absorb"
 #: that sit in it. The most specific name wins (``stacks.fit`` is a numerical fit, the rest
 #: of ``stacks`` sits with the checkpoints).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("absorb", "errors", "numbers", "activations", "blocks", "budget", "files",
+    ("core", ("absorb", "errors", "numbers", "exact", "activations", "blocks", "budget", "files",
               "rationals", "marquardt", "weights", "manifest", "project", "serialize")),
     ("certificates and fits", ("certificates", "search", "stacks.fit", "lean")),
     ("verdicts", ("verdicts", "theory")),

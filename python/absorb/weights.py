@@ -49,22 +49,11 @@ NPZ_ERRORS = (ValueError, zipfile.BadZipFile, EOFError, OSError, NotImplementedE
 
 
 def rational_rank(M: ObjectArray) -> int:
-    """The exact rank of a matrix of Fractions, by Gaussian elimination over ℚ."""
-    R = np.array(M, dtype=object, copy=True)
-    rows, cols = R.shape
-    rank = 0
-    for col in range(cols):
-        if rank == rows:
-            break
-        pivots = np.flatnonzero(R[rank:, col] != 0)
-        if pivots.size == 0:
-            continue
-        p = rank + int(pivots[0])
-        R[[rank, p]] = R[[p, rank]]
-        below = R[rank + 1 :, col] / R[rank, col]
-        R[rank + 1 :] -= np.outer(below, R[rank])
-        rank += 1
-    return rank
+    """The exact rank of a matrix of rationals (:func:`absorb.exact.rank`; kept here for the
+    callers that import it from this module)."""
+    from absorb.exact import rank
+
+    return rank(M)
 
 
 def _row(value: list[object], where: str) -> list[Fraction]:

@@ -4,7 +4,8 @@
 * :mod:`.dual` — producing dual certificates Y (relaxation residual, separation LP);
 * :mod:`.verify` — the independent, rigorous check of a certificate on the stored numbers;
 * :mod:`.search` — the complete index-set search, planned by its predicted cost;
-* :mod:`.enumeration` — its engines: meet-in-the-middle over subset sums, HiGHS ``milp``;
+* :mod:`.enumeration` — its engines: the exact meet-in-the-middle (fingerprints modulo primes,
+  every match confirmed exactly), the float one over the reduced system, HiGHS ``milp``;
 * :mod:`.rounding` — storage precision: "absorbable up to rounding";
 * :mod:`.export` — the Lean checker's JSON format (``absorb-check/2``).
 """
@@ -18,6 +19,7 @@ from absorb.certificates.search import (
     brute_force_index_set,
     find_index_set,
     index_set_residual,
+    plan_exact_search,
     plan_search,
 )
 from absorb.certificates.verify import DualCheck, check_dual, check_index_set
@@ -37,6 +39,7 @@ __all__ = [
     "find_index_set",
     "gram",
     "index_set_residual",
+    "plan_exact_search",
     "plan_search",
     "relaxation",
     "relaxation_cost",

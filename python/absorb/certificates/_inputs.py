@@ -6,9 +6,7 @@ Shared by the producers (relaxation, search, dual LP, rounding); the independent
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -16,9 +14,10 @@ import numpy as np
 from absorb.blocks import Array as FloatArray
 from absorb.blocks import ObjectArray as ObjArray
 from absorb.errors import AbsorbError
+from absorb.exact import as_fractions, identity, rank, rref, to_fraction
 
-__all__ = ["FloatArray", "ObjArray", "Weights", "as_fractions", "exact_identity", "exact_rank",
-           "prepare", "rref", "to_fraction"]
+__all__ = ["EXACT_FALLBACK_WORK", "SAFE_EXPONENT", "FloatArray", "ObjArray", "Weights",
+           "as_fractions", "float_safe", "prepare", "rank", "rref", "to_fraction"]
 
 
 @dataclass(frozen=True)
@@ -39,34 +38,11 @@ class Weights:
         return int(self.W_up.shape[0])
 
 
-def to_fraction(v: object) -> Fraction:
-    """A rational from a Fraction, an integer or a finite float (floats are dyadic: exact)."""
-    if isinstance(v, Fraction):
-        return v
-    if isinstance(v, (int, np.integer)):
-        return Fraction(int(v))
-    if isinstance(v, (float, np.floating)):
-        if not math.isfinite(float(v)):
-            raise AbsorbError("weights contain NaN or Inf")
-        return Fraction(float(v))
-    raise AbsorbError(f"exact weights must be rationals, got {type(v).__name__}")
-
-
-def as_fractions(M: Any) -> ObjArray:
-    """Element-wise :func:`to_fraction` of an array (floats become their exact dyadic value)."""
-    out: ObjArray = np.vectorize(to_fraction, otypes=[object])(np.asarray(M))
-    return out
-
-
-def exact_identity(d: int) -> ObjArray:
-    eye: ObjArray = np.full((d, d), Fraction(0), dtype=object)
-    for i in range(d):
-        eye[i, i] = Fraction(1)
-    return eye
-
-
 def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
-    """Shapes and values checked; exact when any input is an object (Fraction) array."""
+    """Shapes and values checked; exact when any input is an object (Fraction) array. Float
+    values outside the range float64 work can handle (:func:`float_safe`) are first rebalanced
+    (W_up·2^k, W_down·2^-k: every product a_i b_iᵀ unchanged), and decided exactly when that
+    does not suffice."""
     arrays = [np.asarray(W_up), np.asarray(W_down)]
     if A is not None:
         arrays.append(np.asarray(A))
@@ -84,7 +60,7 @@ def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
         raise AbsorbError(f"skip matrix has shape {arrays[2].shape}, expected {(d, d)}")
     if exact:
         conv = [as_fractions(a) for a in arrays]
-        A_e = conv[2] if A is not None else exact_identity(d)
+        A_e = conv[2] if A is not None else identity(d)
         return Weights(conv[0], conv[1], A_e, True)
     try:
         flo = [np.asarray(a, dtype=np.float64) for a in arrays]
@@ -93,32 +69,50 @@ def prepare(W_up: Any, W_down: Any, A: Any) -> Weights:
     if not all(np.isfinite(a).all() for a in flo):
         raise AbsorbError("weights contain NaN or Inf")
     A_f = flo[2] if A is not None else np.eye(d)
-    return Weights(flo[0], flo[1], A_f, False)
+    if float_safe(flo[0], flo[1], A_f):
+        return Weights(flo[0], flo[1], A_f, False)
+    balanced = _balanced(flo[0], flo[1])
+    if balanced is not None and float_safe(*balanced, A_f):
+        return Weights(*balanced, A_f, False)
+    # float64 work would overflow or lose the skip below the products: the stored values are
+    # rationals, decided exactly instead (the tolerance does not apply to them)
+    if n * n * d > EXACT_FALLBACK_WORK:
+        raise AbsorbError(
+            f"weights of magnitude outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}] need exact "
+            f"arithmetic, which is refused at this size (n={n}, d={d}: n²d > "
+            f"{EXACT_FALLBACK_WORK}); rescale the block (the index-set condition is invariant "
+            "under W_up → 2^k W_up, W_down → 2^-k W_down)")
+    return Weights(as_fractions(flo[0]), as_fractions(flo[1]), as_fractions(A_f), True)
 
 
-def rref(M: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:
-    """Reduced row echelon form over ℚ (in place) and the pivot columns."""
-    rows = len(M)
-    cols = len(M[0]) if rows else 0
-    pivots: list[int] = []
-    r = 0
-    for col in range(cols):
-        if r == rows:
-            break
-        piv = next((i for i in range(r, rows) if M[i][col] != 0), None)
-        if piv is None:
-            continue
-        M[r], M[piv] = M[piv], M[r]
-        inv = 1 / M[r][col]
-        M[r] = [v * inv for v in M[r]]
-        for i in range(rows):
-            if i != r and M[i][col] != 0:
-                f = M[i][col]
-                M[i] = [vi - f * vr for vi, vr in zip(M[i], M[r], strict=True)]
-        pivots.append(col)
-        r += 1
-    return M, pivots
+#: Largest |exponent| of a matrix's largest entry for float64 work (Gram entries then stay
+#: within 2^(±4·SAFE_EXPONENT)·d², far from overflow and underflow).
+SAFE_EXPONENT = 120
+#: Largest n²d for which float weights outside that range are decided in exact arithmetic.
+EXACT_FALLBACK_WORK = 1 << 22
 
 
-def exact_rank(A: ObjArray) -> int:
-    return len(rref([list(row) for row in A])[1])
+def _balanced(W_up: FloatArray, W_down: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """(2^k W_up, 2^-k W_down) with the two largest entries' exponents about equal, when that
+    scaling is exact (no entry lost to the subnormal range), else None. Every product a_i b_iᵀ,
+    hence the index-set condition, the relaxation and every certificate, is unchanged."""
+    peaks = [float(np.max(np.abs(M))) if M.size else 0.0 for M in (W_up, W_down)]
+    if 0.0 in peaks:
+        return None
+    k = (int(np.frexp(peaks[1])[1]) - int(np.frexp(peaks[0])[1])) // 2
+    up, down = np.ldexp(W_up, k), np.ldexp(W_down, -k)
+    exact = (np.array_equal(np.ldexp(up, -k), W_up) and np.array_equal(np.ldexp(down, k), W_down)
+             and np.all(np.isfinite(up)) and np.all(np.isfinite(down)))
+    return (up, down) if exact else None
+
+
+def float_safe(W_up: FloatArray, W_down: FloatArray, A: FloatArray) -> bool:
+    """Whether the largest entry of each matrix (when nonzero) lies in
+    [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT]: then the relaxation's Gram products, residuals and
+    certificate checks cannot overflow, and the skip is not lost below the products."""
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    for M in (W_up, W_down, A):
+        peak = float(np.max(np.abs(M))) if M.size else 0.0
+        if peak != 0.0 and not lo <= peak <= hi:
+            return False
+    return True

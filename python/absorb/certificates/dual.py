@@ -30,6 +30,7 @@ from scipy.optimize import linprog
 from absorb.certificates._inputs import FloatArray, Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
+from absorb.exact import json_float
 from absorb.rationals import RationalMatrix
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "RationalMatrix", "certify",
@@ -58,13 +59,17 @@ class DualCertificate:
 
     def to_json(self) -> dict[str, object]:
         """The certificate's JSON; ``Y`` is a :class:`RationalMatrix` (serialized on output)."""
-        exact = isinstance(self.check.margin, Fraction)
+        chk = self.check
+        exact = isinstance(chk.margin, Fraction)
         return {
             "Y": self.rational(),
-            "margin": str(self.check.margin) if exact else float(self.check.margin),
-            "margin_float": float(self.check.margin),
-            "value": float(self.check.value),
-            "interval": [float(self.check.lower), float(self.check.upper)],
+            "margin": str(chk.margin) if exact else float(chk.margin),
+            "margin_float": json_float(chk.margin),
+            "value": json_float(chk.value),
+            "interval": [json_float(chk.lower), json_float(chk.upper)],
+            # the exact values ("p/q"; a float beyond the float range is null above)
+            "value_exact": str(chk.value) if exact else None,
+            "interval_exact": [str(chk.lower), str(chk.upper)] if exact else None,
             "side": self.check.side,
             "source": self.source,
             "grid": None if self.grid is None else f"2^-{self.grid}",

@@ -39,7 +39,8 @@ def _fits_float16(x: Array) -> bool:
 
 
 def _fits_bfloat16(x: Array) -> bool:
-    f32 = x.astype(np.float32)
+    with np.errstate(over="ignore"):  # beyond the float32 range: inf, which does not fit
+        f32 = x.astype(np.float32)
     if not np.all(f32.astype(np.float64) == x):
         return False
     return bool(np.all((f32.view(np.uint32) & np.uint32(0xFFFF)) == 0))

@@ -1,4 +1,5 @@
-"""Exact linear algebra over ℚ on numpy object arrays of ``fractions.Fraction``.
+"""Exact linear algebra over ℚ on numpy object arrays of ``fractions.Fraction`` for the stack
+decisions: determinants, inverses and null spaces on top of :mod:`absorb.exact`.
 
 Float weights enter as the dyadic rationals they are (``Fraction(float)`` is exact), so every
 computation here is exact for the stored numbers.
@@ -11,10 +12,8 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.blocks import Block, ObjectArray
-from absorb.certificates._inputs import as_fractions
-from absorb.certificates._inputs import exact_identity as identity
-from absorb.certificates._inputs import exact_rank as rank
-from absorb.certificates._inputs import rref as _rref
+from absorb.exact import as_fractions, identity, rank
+from absorb.exact import rref as _rref
 
 __all__ = ["as_fractions", "det", "exact_weights", "identity", "inverse", "null_space", "rank",
            "rref"]

@@ -1,0 +1,322 @@
+"""Exact arithmetic (absorb.exact) and the exact index-set search against an independent oracle.
+
+The oracle is written here, from the definition only: every one of the 2ⁿ index sets is tried
+over ``fractions.Fraction`` on the stored values (every float is the dyadic rational it
+stores). Inputs are adversarial: integer weights, several index sets (duplicated and zero
+units), near misses by one ulp, scales 2^±100 and subnormals, n < d, n = d, d = 1, and
+float16/bfloat16/float32/float64 storage. ``ABSORB_PROPERTY_SCALE=N`` runs N times as many
+examples (a long run).
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from absorb.certificates import check_index_set, find_index_set
+from absorb.errors import AbsorbError
+from absorb.exact import integers, matmul_mod, product_equals, rank, rref
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+#: A long run multiplies every property test's example count: ABSORB_PROPERTY_SCALE=20.
+SCALE = int(os.environ.get("ABSORB_PROPERTY_SCALE", "1"))
+
+
+def stored(x: np.ndarray, dtype: str) -> np.ndarray:
+    """x rounded to the storage format, as float64 (the values a checkpoint would hold)."""
+    if dtype == "bfloat16":  # round to nearest even on the top 16 bits of the float32
+        raw = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+        top = (raw + np.uint64(0x7FFF) + ((raw >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
+        return (top << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+    return x.astype(dtype).astype(np.float64)
+
+
+def fr(M: Any) -> list[list[Fraction]]:
+    return [[Fraction(v) if not isinstance(v, Fraction) else v for v in row]
+            for row in np.asarray(M, dtype=object).tolist()]
+
+
+def oracle(W_up: Any, W_down: Any, A: Any) -> set[tuple[int, ...]]:
+    """Every S with W_down[:,S] W_up[S,:] = −A over ℚ, by trying all 2ⁿ subsets."""
+    U, D, Q = fr(W_up), fr(W_down), fr(A)
+    n, d = len(U), len(Q)
+    out = set()
+    for size in range(n + 1):
+        for S in combinations(range(n), size):
+            if all(sum((D[r][i] * U[i][c] for i in S), Fraction(0)) == -Q[r][c]
+                   for r in range(d) for c in range(d)):
+                out.add(S)
+    return out
+
+
+@st.composite
+def blocks(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """Integer-valued weights scaled by powers of two, stored in a float format; the skip is
+    −(a planted set's product), sometimes nudged by one ulp, or the identity."""
+    d = draw(st.integers(1, 3))
+    n = draw(st.integers(1, 9))
+    dtype = draw(st.sampled_from(DTYPES))
+    ints = st.integers(-4, 4)
+    Wu = np.array(draw(st.lists(ints, min_size=n * d, max_size=n * d)), float).reshape(n, d)
+    Wd = np.array(draw(st.lists(ints, min_size=n * d, max_size=n * d)), float).reshape(d, n)
+    if n >= 2 and draw(st.booleans()):  # a duplicated unit: several index sets
+        Wu[n - 1], Wd[:, n - 1] = Wu[0], Wd[:, 0]
+    if draw(st.booleans()):  # a zero row of W_up or column of W_down
+        if draw(st.booleans()):
+            Wu[draw(st.integers(0, n - 1))] = 0.0
+        else:
+            Wd[:, draw(st.integers(0, n - 1))] = 0.0
+    if dtype == "float64" and draw(st.booleans()):  # subnormal W_up, products still exact
+        ku = draw(st.integers(-1070, -1000))
+        kd = draw(st.integers(-1060 - ku, 100))
+    else:
+        low = -14 if dtype == "float16" else -100
+        ku = draw(st.integers(low, -low // 2))
+        kd = draw(st.integers(low, -low // 2))
+    Wu, Wd = stored(np.ldexp(Wu, ku), dtype), stored(np.ldexp(Wd, kd), dtype)
+    kind = draw(st.sampled_from(["planted", "ulp", "identity"]))
+    if kind == "identity":
+        return Wu, Wd, np.eye(d), dtype
+    S = draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
+    A = -(Wd[:, S] @ Wu[S, :]) if S else np.zeros((d, d))  # exact: small integers · 2^k
+    if kind == "ulp":
+        i, j = draw(st.integers(0, d - 1)), draw(st.integers(0, d - 1))
+        A[i, j] = np.nextafter(A[i, j], np.inf)
+    return Wu, Wd, A, dtype
+
+
+@settings(max_examples=250 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocks(), st.booleans())
+def test_exact_search_agrees_with_the_oracle(case: tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                         str], dual: bool) -> None:
+    W_up, W_down, A, _ = case
+    truth = oracle(W_up, W_down, A)
+    with np.errstate(over="raise", divide="raise", invalid="raise"):  # no warnings
+        res = find_index_set(W_up, W_down, A, dual=dual)
+    if truth:
+        # an exact set exists: it is found, and it is an exact one (never one within tol only)
+        assert res.status == "found" and res.S in truth and res.exact
+    else:
+        # floats may meet the condition within the tolerance, but never claim it exactly
+        assert not (res.status == "found" and res.exact)
+    if res.S is not None:
+        assert check_index_set(W_up, W_down, res.S, A) == (res.S in truth)
+    # the same values as exact rationals: decided exactly, the same way
+    exact = find_index_set(*(np.array(fr(M), dtype=object) for M in (W_up, W_down, A)),
+                           dual=dual)
+    assert exact.exact and exact.status == ("found" if truth else "none")
+    assert exact.S is None or exact.S in truth
+
+
+@settings(max_examples=60 * SCALE, deadline=None)
+@given(blocks(), st.data())
+def test_check_index_set_agrees_with_the_oracle(case: tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray, str],
+                                                data: st.DataObject) -> None:
+    W_up, W_down, A, _ = case
+    n = W_up.shape[0]
+    S = tuple(sorted(data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))))
+    U, D, Q = fr(W_up), fr(W_down), fr(A)
+    d = len(Q)
+    holds = all(sum((D[r][i] * U[i][c] for i in S), Fraction(0)) == -Q[r][c]
+                for r in range(d) for c in range(d))
+    assert check_index_set(W_up, W_down, S, A) == holds
+    # the same on exact input (Fractions, and "p/q" strings)
+    Uq = np.array(U, dtype=object).reshape(W_up.shape)
+    Dq = np.array(D, dtype=object).reshape(W_down.shape)
+    Aq = np.array([[str(v) for v in row] for row in Q], dtype=object)
+    assert check_index_set(Uq, Dq, S, Aq) == holds
+
+
+@settings(max_examples=40 * SCALE, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 6), st.integers(-1074, 1000),
+       st.integers(-1074, 1000), st.data())
+def test_product_equals_matches_fractions(a: int, k: int, b: int, ex: int, ey: int,
+                                          data: st.DataObject) -> None:
+    """Random dyadic matrices with exponents across the whole float64 range (subnormals and
+    2^1000 included), and exact rationals: X·Y = Z decided as Fractions decide it."""
+    gen = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    spread = data.draw(st.integers(0, 60))
+    X = np.ldexp(gen.integers(-2**20, 2**20, (a, k)).astype(float),
+                 np.clip(ex + gen.integers(0, spread + 1, (a, k)), -1074, 1000))
+    Y = np.ldexp(gen.integers(-2**20, 2**20, (k, b)).astype(float),
+                 np.clip(ey + gen.integers(0, spread + 1, (k, b)), -1074, 1000))
+    P = np.array(fr(X), dtype=object) @ np.array(fr(Y), dtype=object)
+    assert product_equals(X, Y, P)
+    i, j = data.draw(st.integers(0, a - 1)), data.draw(st.integers(0, b - 1))
+    bumped = P.copy()
+    bumped[i, j] += Fraction(1, 3) ** data.draw(st.integers(0, 400))
+    assert not product_equals(X, Y, bumped)
+    if all(v == int(v) and abs(v) < 2**60 for v in P.ravel()):
+        assert product_equals(X, Y, P.astype(np.float64)) == all(
+            Fraction(float(v)) == v for v in P.ravel())
+
+
+def test_product_equals_at_blas_size_with_several_primes() -> None:
+    """float32 weights at d = 32 need several primes (bits ≈ 2·35 + 6): equal and slightly
+    different products are told apart, and the result matches Fraction arithmetic."""
+    gen = np.random.default_rng(3)
+    X = (gen.standard_normal((32, 32)) / 8).astype(np.float32).astype(np.float64)
+    Y = (gen.standard_normal((32, 32)) / 8).astype(np.float32).astype(np.float64)
+    assert integers(X).bits + integers(Y).bits > 53  # no single-GEMM shortcut
+    P = np.array(fr(X), dtype=object) @ np.array(fr(Y), dtype=object)
+    assert product_equals(X, Y, P)
+    P[5, 7] += Fraction(1, 2**200)
+    assert not product_equals(X, Y, P)
+
+
+def test_matmul_mod_is_exact_across_chunks() -> None:
+    gen = np.random.default_rng(4)
+    p = 4194301
+    X = gen.integers(0, p, (3, 5000))
+    Y = gen.integers(0, p, (5000, 2))
+    want = (X.astype(object) @ Y.astype(object)) % p
+    assert np.array_equal(matmul_mod(X, Y, p), want.astype(np.int64))
+
+
+@settings(max_examples=60 * SCALE, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.data())
+def test_rank_matches_rational_elimination(r: int, c: int, data: st.DataObject) -> None:
+    vals = st.fractions(min_value=-3, max_value=3, max_denominator=7)
+    M = np.array(data.draw(st.lists(vals, min_size=r * c, max_size=r * c)),
+                 dtype=object).reshape(r, c)
+    if r >= 2 and data.draw(st.booleans()):
+        M[r - 1] = M[0] * Fraction(-5, 3)  # a dependent row
+    assert rank(M) == len(rref([list(row) for row in M])[1])
+
+
+def test_a_float64_rank_two_matrix_with_a_tiny_singular_value() -> None:
+    M = np.array([[1.0, 1.0], [1.0, 1.0 + 2.0**-52]])
+    assert np.linalg.matrix_rank(M) == 1  # what a float tolerance decides
+    assert rank(M) == 2
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_coarse_storage_exact_set_is_found_despite_a_wide_tolerance(dtype: str) -> None:
+    """Two candidate sets within a coarse (storage-size) tolerance; the exact one is found."""
+    gen = np.random.default_rng(5)
+    Wu = stored(np.round(gen.standard_normal((14, 3)) * 4) / 4, dtype)
+    Wd = stored(np.round(gen.standard_normal((3, 14)) * 4) / 4, dtype)
+    S = [1, 4, 6, 9]
+    A = -(Wd[:, S] @ Wu[S, :])
+    res = find_index_set(Wu, Wd, A, tol=0.2)
+    assert res.status == "found" and res.S is not None and res.exact
+    assert check_index_set(Wu, Wd, res.S, A)
+
+
+@pytest.mark.parametrize(("scale_up", "scale_down", "skip"), [
+    (1.0, 1.0, 1e-300), (1.0, 1.0, 1e300), (1e150, 1e150, 1.0), (2.0**520, 2.0**-520, 1.0),
+    (2.0**-540, 2.0**-540, 2.0**-1080)])
+def test_extreme_scales_are_decided_exactly(scale_up: float, scale_down: float,
+                                            skip: float) -> None:
+    """Float values whose products would overflow or underflow are decided exactly (no
+    warning, no internal error), with the same answer as the oracle."""
+    Wu = np.array([[1.0, 2.0], [0.0, 1.0], [3.0, -1.0], [1.0, 1.0]]) * scale_up
+    Wd = np.array([[-1.0, 2.0, 0.0, 1.0], [0.0, -1.0, 1.0, 0.0]]) * scale_down
+    A = np.eye(2) * skip
+    with np.errstate(all="raise"):
+        res = find_index_set(Wu, Wd, A)
+    truth = oracle(Wu, Wd, A)
+    assert (res.status == "found") == bool(truth) and res.exact
+    planted = -(Wd[:, [0, 2]] @ Wu[[0, 2], :])  # rounded unless the scales are dyadic
+    found = find_index_set(Wu, Wd, planted)
+    assert (found.status == "found") == bool(oracle(Wu, Wd, planted)) and found.exact
+    if found.S is not None:
+        assert check_index_set(Wu, Wd, found.S, planted)
+
+
+def test_exact_rationals_beyond_the_float_range() -> None:
+    big = Fraction(10**400)
+    Wu = np.array([[big, 0], [0, big], [big, big]], dtype=object)
+    Wd = np.array([[-1, 0, 0], [0, -1, 0]], dtype=object) * Fraction(1, 10**400)
+    res = find_index_set(Wu, Wd)
+    assert res.status == "found" and res.S == (0, 1) and res.exact
+    tiny = np.array([["1/" + "9" * 400, "0"], ["0", "0"]], dtype=object)
+    assert find_index_set(Wu, Wd, tiny).status == "none"
+
+
+def test_unsafe_floats_beyond_the_exact_fallback_size_are_refused() -> None:
+    Wu = np.ones((300, 70)) * 1e200
+    with pytest.raises(AbsorbError, match="exact arithmetic"):
+        find_index_set(Wu, Wu.T.copy())
+    # W_up large and W_down small by reciprocal powers of two: rebalanced exactly, decided in
+    # floats with the same relaxation as the balanced block
+    gen = np.random.default_rng(10)
+    Wu, Wd = gen.standard_normal((300, 70)), gen.standard_normal((70, 300))
+    plain = find_index_set(Wu, Wd, dual=False)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        scaled = find_index_set(Wu * 2.0**300, Wd * 2.0**-300, dual=False)
+    assert scaled.status == plain.status == "none" and not scaled.exact
+    assert scaled.relaxation.residual == plain.relaxation.residual
+
+
+def test_the_rank_shortcut_is_exact() -> None:
+    """rank A = 2 exactly although its small singular value is 2^-52 (a float rank says 1):
+    one unit cannot reach it. A non-diagonal A above the exact-rank size is left to the
+    relaxation (which certifies the same)."""
+    A = np.array([[1.0, 1.0], [1.0, 1.0 + 2.0**-52]])
+    W_up, W_down = -np.array([[1.0, 1.0]]), np.array([[1.0], [1.0]])
+    res = find_index_set(W_up, W_down, A)
+    assert res.status == "none" and res.method == "rank" and res.exact
+    assert "rank(A) = 2" in res.detail
+    gen = np.random.default_rng(8)
+    big = np.eye(70) + np.triu(gen.standard_normal((70, 70)), 1)
+    wide = find_index_set(gen.standard_normal((3, 70)), gen.standard_normal((70, 3)), big)
+    assert wide.status == "none" and wide.method == "relaxation"
+
+
+def test_of_two_index_sets_the_exact_one_is_found() -> None:
+    """Units 2, 3 meet the condition within the float64 tolerance only (a relative 1e-13 off),
+    units 0, 1 exactly: the exact set is returned (issue 15: 'the inexact of two sets')."""
+    Wu = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.25]])
+    Wd = np.array([[-1.0, 0.0, -1.0 - 1e-13, 0.0, 0.125], [0.0, -1.0, 0.0, -1.0, 0.375]])
+    assert check_index_set(Wu, Wd, (0, 1)) and not check_index_set(Wu, Wd, (2, 3))
+    for order in ([0, 1, 2, 3, 4], [2, 3, 0, 1, 4]):  # whichever set an engine meets first
+        res = find_index_set(Wu[order], Wd[:, order])
+        assert res.status == "found" and res.exact and res.S is not None
+        assert 2 not in {order[i] for i in res.S}  # {0, 1} or {0, 3}: both exact
+        assert check_index_set(Wu[order], Wd[:, order], res.S)
+
+
+@settings(max_examples=30 * SCALE, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 6), st.integers(-1074, 900), st.data())
+def test_bilinear_rows_and_frobenius_product_match_fractions(d: int, n: int, e: int,
+                                                             data: st.DataObject) -> None:
+    """c_i = a_iᵀ Y b_i and ⟨A, Y⟩ by residues and the CRT equal the Fraction values, for
+    dyadic entries across the float range and for exact rationals."""
+    from absorb.exact import bilinear_rows, frobenius_product
+
+    gen = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+
+    def mat(r: int, c: int) -> np.ndarray:
+        return np.ldexp(gen.integers(-2**30, 2**30, (r, c)).astype(float),
+                        np.clip(e + gen.integers(0, 40, (r, c)), -1074, 900))
+
+    Wd, Y, Wu = mat(d, n), mat(d, d), mat(n, d)
+    Fd, Fy, Fu = (np.array(fr(M), dtype=object) for M in (Wd, Y, Wu))
+    want = [sum((Fd[:, i] @ Fy) * Fu[i]) for i in range(n)]
+    for args in ((Wd, Y, Wu), (Fd, Fy / 3, Fu)):
+        c, scale = bilinear_rows(*args)
+        factor = 1 if args[0] is Wd else Fraction(1, 3)
+        assert [v * scale for v in c] == [w * factor for w in want]
+    Z = mat(d, d)
+    assert frobenius_product(Z, Y) == sum((np.array(fr(Z), dtype=object) * Fy).ravel(),
+                                          Fraction(0))
+
+
+def test_an_absurd_tolerance_never_makes_an_exact_claim_nor_overflows() -> None:
+    gen = np.random.default_rng(9)
+    Wu, Wd = gen.standard_normal((16, 4)), gen.standard_normal((4, 16))
+    for tol in (1.0, 1e200):
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            res = find_index_set(Wu, Wd, tol=tol)
+        assert not (res.status == "found" and res.exact)
+        if res.S is not None:
+            assert not check_index_set(Wu, Wd, res.S)
