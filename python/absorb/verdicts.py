@@ -485,8 +485,11 @@ def _text_lines(r: Mapping[str, Any], subject: Subject) -> list[str]:
         lines.append("theorems used: " + " + ".join(r["chain"]))
     dual = cert.get("dual")
     if dual:
+        # beyond float range the margin has no float form; its exact value stays in the JSON
+        margin = dual.get("margin_float")
+        shown = f"{margin:.3g}" if isinstance(margin, float) else "beyond float range"
         lines.append(f"dual certificate: Y ({dual['source']}, grid {dual['grid']}), margin "
-                     f"{dual['margin_float']:.3g}; verified by {dual['verified']}")
+                     f"{shown}; verified by {dual['verified']}")
     if cert.get("up_to_rounding"):
         lines.append(f"up to rounding: {cert['up_to_rounding']}")
     if cert.get("distance") is not None:
