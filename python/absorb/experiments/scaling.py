@@ -13,11 +13,7 @@ from absorb.errors import AbsorbError
 from absorb.experiments.base import (
     AWAY_TOL,
     EXACT_TOL,
-    FIT_RESTARTS,
-    FIT_SAMPLES,
     FIT_SCALES,
-    FIT_STEPS,
-    FIT_STOP,
     TS,
     Array,
     ExperimentResult,
@@ -28,6 +24,7 @@ from absorb.experiments.base import (
     _rel,
     _residual_free,
     _series,
+    budget_fit,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -128,8 +125,6 @@ def degree_best_fit(rng: np.random.Generator) -> ExperimentResult:
     dominates and the relative error stays of order one.  ReLU at width n + 2d is exactly
     representable (x = relu(x) − relu(−x)), so its error may drop: that is the width control.
     """
-    from absorb.search import fit_residual_free
-
     d, n = 2, 3
     rows: list[dict[str, object]] = []
     series: list[dict[str, object]] = []
@@ -140,9 +135,7 @@ def degree_best_fit(rng: np.random.Generator) -> ExperimentResult:
         factors = (1, 2, 3) if target.W_gate is None else (1, 2)
         worst: list[float] = []
         for factor in factors:
-            res = fit_residual_free(target, width=factor * n, scales=FIT_SCALES, rng=rng,
-                                    restarts=FIT_RESTARTS, steps=FIT_STEPS, samples=FIT_SAMPLES,
-                                    stop_below=FIT_STOP)
+            res = budget_fit(target, factor * n, rng)
             errs = res.relative_error
             worst.append(max(errs.values()))
             rows.append({"activation": name, "width": factor * n, "width factor": factor,
