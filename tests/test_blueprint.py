@@ -66,7 +66,7 @@ def test_manifest_uses_form_an_acyclic_graph() -> None:
 
 @pytest.mark.skipif(
     not (Path(sys.executable).with_name("plastex").exists() or shutil.which("plastex")),
-    reason="plasTeX not installed (pip install 'absorb[blueprint]')",
+    reason="plasTeX not installed (pip install -e '.[blueprint]')",
 )
 def test_blueprint_builds_to_html_with_a_dependency_graph(tmp_path: Path) -> None:
     web = blueprint.build_web(tmp_path)

@@ -432,6 +432,8 @@ def cmd_blueprint(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
     return ({"sources": str(out / "src"), "web": str(web), "leanok": marked},
             [f"blueprint written to {web} (index.html; dependency graph in "
              "dep_graph_document.html)",
+             "the graph needs HTTP (it is blank from file://): python3 -m http.server 8000 "
+             f"--directory {web}, then open http://localhost:8000/dep_graph_document.html",
              f"marked \\leanok (proved by lake build): {', '.join(marked) or 'none'}"])
 
 
@@ -526,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds allowed for each toolchain command")
     p.add_argument("--backend", choices=("lake", "dojo"), default="lake",
                    help="lake: build and #print axioms; dojo: trace with LeanDojo (extra "
-                   "absorb[dojo]) and check every manifest proof tactic by tactic")
+                   "dojo: pip install -e \".[dojo]\") and check every manifest proof tactic by tactic")
     p.add_argument("--dojo-out", type=Path, metavar="DIR",
                    help="with --backend dojo: write each theorem's tactic-by-tactic goal "
                    "states to DIR/<id>.json")
