@@ -528,7 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds allowed for each toolchain command")
     p.add_argument("--backend", choices=("lake", "dojo"), default="lake",
                    help="lake: build and #print axioms; dojo: trace with LeanDojo (extra "
-                   "dojo: pip install -e \".[dojo]\") and check every manifest proof tactic by tactic")
+                   "dojo: pip install -e \".[dojo]\") and check every manifest proof tactic "
+                   "by tactic")
     p.add_argument("--dojo-out", type=Path, metavar="DIR",
                    help="with --backend dojo: write each theorem's tactic-by-tactic goal "
                    "states to DIR/<id>.json")
