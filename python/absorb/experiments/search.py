@@ -170,10 +170,12 @@ def depth_open_relu_gelu(rng: np.random.Generator) -> ExperimentResult:
                             ).per_restart
             errs = [_worst(r) for r in per]
             best[(name, kind)] = min(errs)
+            k, m = recovered(per[:-1], FOUND_TOL)
             rows.append({"stack": f"{name}, L = 2", "kind": kind,
                          "check": "best joint-LM fit (held-out rel. error, max over scales, "
                                   "decade): random starts / layer-wise start",
-                         "value": decade(min(errs[:-1])), "layer-wise start": decade(errs[-1])})
+                         "value": decade(min(errs[:-1])), "layer-wise start": decade(errs[-1]),
+                         f"random starts ≤ {FOUND_TOL:g}": f"{k}/{m}"})
         rows.append({"stack": f"{name}, L = 2", "kind": "separation",
                      "check": "generic best ÷ control best (decade)",
                      "value": decade(best[(name, "generic")]

@@ -40,7 +40,7 @@ table{border-collapse:collapse;font-size:.8em;margin:.5em 0 1em;display:block;ov
 max-width:100%}
 th,td{border:1px solid #d0d7de;padding:.2em .5em;text-align:right;white-space:nowrap}
 th{background:#f6f8fa;white-space:normal;max-width:9em;vertical-align:bottom}
-td.txt{white-space:normal;min-width:10em;text-align:left}
+td.txt{white-space:normal;min-width:10em;text-align:left}td.word{text-align:left}
 .summary td,td:first-child{text-align:left}
 .summary td:last-child{white-space:normal;min-width:12em}
 .legend{background:#f6f8fa;border-radius:8px;padding:.5em 1em;margin:1em 0;font-size:.85em}
@@ -77,9 +77,16 @@ def numerical_badge(status: str) -> str:
 
 
 def _cell(value: str) -> str:
-    """A table cell: numbers stay on one line, sentences wrap (so no table needs a scrollbar
-    to show its last columns at 1280 px)."""
-    return f"<td class='txt'>{esc(value)}</td>" if len(value) > 24 else f"<td>{esc(value)}</td>"
+    """A table cell: numbers (and ✓ ✗ —) right-aligned on one line, words left-aligned, and
+    sentences wrapped (so no table needs a scrollbar to show its last columns at 1280 px)."""
+    try:
+        float(value.split("/")[0])
+        numeric = True
+    except ValueError:
+        numeric = value in ("✓", "✗", "—")
+    if numeric:
+        return f"<td>{esc(value)}</td>"
+    return f"<td class='{'txt' if len(value) > 24 else 'word'}'>{esc(value)}</td>"
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> str:
