@@ -521,3 +521,15 @@ def test_map_pointers_say_exploration_or_construction(
             pointer = f"{text.pointer_to_map(e)}: <code>{e['name']}</code>"
             assert pointer in html
             assert ("Exploration" in pointer) == bool(e["open"])
+
+
+@pytest.mark.parametrize("name", sorted(experiments.EXPERIMENTS))
+def test_experiment_is_deterministic_under_its_seed(
+    name: str, cached: dict[str, dict[str, Any]],
+    experiments_seed0: dict[str, experiments.ExperimentResult],
+) -> None:
+    """Same seed, same numbers: the report's own run of every experiment at seed 0 equals the
+    session's earlier run (tests/conftest.py), after other work in the same process."""
+    a = build.jsonable(experiments_seed0[name].to_json())
+    b = {k: v for k, v in cached[name].items() if k != "positive_control_status"}
+    assert json.dumps(a, default=str) == json.dumps(b, default=str)
