@@ -42,6 +42,11 @@ th,td{border:1px solid #d0d7de;padding:.2em .5em;text-align:right;white-space:no
 th{background:#f6f8fa;white-space:normal;max-width:9em;vertical-align:bottom}
 td.txt{white-space:normal;min-width:10em;text-align:left}td.word{text-align:left}
 .summary td,td:first-child{text-align:left}
+@media (max-width:760px){table.data,table.data tbody,table.data tr{display:block}
+table.data thead{display:none}table.data tr{border:1px solid #d0d7de;margin:0 0 .6em;
+padding:.2em 0}table.data td{display:flex;justify-content:space-between;gap:1em;border:none;
+border-bottom:1px dotted #d0d7de;white-space:normal;text-align:right;min-width:0}
+table.data td::before{content:attr(data-label);font-weight:600;text-align:left}}
 .summary td:last-child{white-space:normal;min-width:12em}
 .legend{background:#f6f8fa;border-radius:8px;padding:.5em 1em;margin:1em 0;font-size:.85em}
 .legend-grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));gap:0 1.5em}
@@ -76,26 +81,27 @@ def numerical_badge(status: str) -> str:
     return _badge(*text.numerical_label(status))
 
 
-def _cell(value: str) -> str:
+def _cell(value: str, column: str) -> str:
     """A table cell: numbers (and ✓ ✗ —) right-aligned on one line, words left-aligned, and
-    sentences wrapped (so no table needs a scrollbar to show its last columns at 1280 px)."""
+    sentences wrapped (so no table needs a scrollbar to show its last columns at 1280 px);
+    ``data-label`` names the column for the one-card-per-row layout of narrow screens."""
     try:
         float(value.split("/")[0])
         numeric = True
     except ValueError:
         numeric = value in ("✓", "✗", "—")
-    if numeric:
-        return f"<td>{esc(value)}</td>"
-    return f"<td class='{'txt' if len(value) > 24 else 'word'}'>{esc(value)}</td>"
+    css = "" if numeric else f" class='{'txt' if len(value) > 24 else 'word'}'"
+    return f"<td{css} data-label='{esc(column)}'>{esc(value)}</td>"
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> str:
     cols = text.columns(rows)
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(_cell(text.fmt(r.get(c))) for c in cols) + "</tr>" for r in rows
+        "<tr>" + "".join(_cell(text.fmt(r.get(c)), c) for c in cols) + "</tr>" for r in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<table class='data'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table>")
 
 
 def _legend() -> str:
