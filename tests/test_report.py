@@ -533,3 +533,19 @@ def test_experiment_is_deterministic_under_its_seed(
     a = build.jsonable(experiments_seed0[name].to_json())
     b = {k: v for k, v in cached[name].items() if k != "positive_control_status"}
     assert json.dumps(a, default=str) == json.dumps(b, default=str)
+
+
+def test_every_data_cell_names_its_column(written: tuple[Path, dict[str, Any]]) -> None:
+    """Below 760 px a data table becomes one card per row, each cell labelled with its column
+    (CSS reads data-label), so no column hides behind a scrollbar at 700 px."""
+    import re
+
+    html = (written[0] / "index.html").read_text(encoding="utf-8")
+    assert "@media (max-width:760px)" in html and "content:attr(data-label)" in html
+    tables = re.findall(r"<table class='data'>.*?</table>", html, flags=re.S)
+    assert tables
+    for table in tables:
+        heads = re.findall(r"<th>(.*?)</th>", table)
+        for row in re.findall(r"<tr>(<td.*?)</tr>", table):
+            labels = re.findall(r"data-label='(.*?)'", row)
+            assert labels == heads
