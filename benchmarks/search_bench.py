@@ -202,13 +202,14 @@ def bench_recovery(targets: int, restarts: int) -> Any:
 
 
 def bench_reports(seeds: int) -> Any:
-    """Full reports (every experiment) at seeds 0..seeds−1: experiments not agreeing."""
+    """Full reports (every experiment) at seeds 0..seeds−1: experiments not agreeing, and open
+    explorations whose planted controls were not all recovered (their badge stays `open`)."""
     from absorb.report.build import build_report
     from run import Table
 
     table = Table(f"Full reports at seeds 0–{seeds - 1}: experiments that disagree or crash",
                   ["seed", "experiments", "disagrees", "error", "open (not counted)",
-                   "CPU s"])
+                   "open with a control not recovered", "CPU s"])
     for seed in range(seeds):
         t0 = time.process_time()
         rep = build_report(seed, False, None)
@@ -218,6 +219,8 @@ def bench_reports(seeds: int) -> Any:
         table.rows.append([str(seed), str(len(exps)), ", ".join(bad["disagrees"]) or "none",
                            ", ".join(bad["error"]) or "none",
                            str(sum(e["status"] == "open" for e in exps)),
+                           ", ".join(str(e["name"]) for e in exps
+                                     if e["status"] == "open" and not e["agrees"]) or "none",
                            f"{time.process_time() - t0:.0f}"])
         print("  ".join(table.rows[-1]), file=sys.stderr, flush=True)
     return table
