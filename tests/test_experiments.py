@@ -158,7 +158,8 @@ def test_captions_state_the_numbers_of_their_data(
     for name in ("relu", "gelu"):
         planted, generic = _count(caption, name)
         for (k, m), kind in ((planted, "planted"), (generic, "generic")):
-            ys = series[f"{name}, {kind}"]
+            label = f"{name}, {kind}: ≤ 1e-08 in {k}/{m} restarts"  # the legend states it too
+            ys = series[label]
             assert (k, m) == (sum(y <= 1e-8 for y in ys), len(ys)), (name, kind)
             row = next(t for t in r.table if t["activation"] == name
                        and t["planted S"] == (kind == "planted"))
