@@ -48,7 +48,9 @@ class ExperimentResult:
 
     ``figure``, when present, is ``{"title", "xlabel", "ylabel", "xscale", "yscale",
     "series": [{"label", "x", "y"}], "caption"}`` with plain lists, plotted by the report
-    (:mod:`absorb.report.figures`: a series may add ``"panel"`` and ``"style"``);
+    (:mod:`absorb.report.figures`: a series may add ``"panel"`` and ``"style"``, the figure
+    ``"xticks"`` and ``"xticklabels"``; independent instances are drawn as markers, never
+    joined by lines, and a caption that quotes numbers is computed from the data);
     ``caption`` tells a reader what to look for.
 
     ``error`` is the one-line cause (``Type: message``) when the experiment raised instead of
