@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,16 @@ from absorb.blocks import Block
 from absorb.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def experiments_seed0() -> dict[str, Any]:
+    """Every registered experiment at seed 0, run once per session: test_experiments checks
+    them, and test_report compares its own report's run with them (the determinism check, so
+    the suite runs the registry at seed 0 twice, not three times)."""
+    from absorb import experiments
+
+    return {name: experiments.run_experiment(name, 0) for name in experiments.EXPERIMENTS}
 
 
 @pytest.fixture

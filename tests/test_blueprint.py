@@ -24,6 +24,22 @@ def test_content_names_every_theorem_and_its_lean_declarations() -> None:
             assert f"thm:{used}" in tex
 
 
+def test_chapters_by_theme_hold_every_theorem_once() -> None:
+    """One chapter per theme of the paper (not one "Results" chapter); every manifest theorem
+    in exactly one of them; a theorem without Lean says why once, not "Not formalized: not
+    formalized"; the page says how to see the dependency graph (it needs HTTP)."""
+    tex = blueprint.content_tex(THEOREMS, {})
+    chapters = blueprint.chapters(THEOREMS)
+    assert len(chapters) >= 4
+    placed = [t.id for _, thms in chapters for t in thms]
+    assert sorted(placed) == sorted(t.id for t in THEOREMS)
+    for title, _ in chapters:
+        assert f"\\chapter{{{blueprint.escape(title)}}}" in tex
+    assert "\\chapter{Results}" not in tex
+    assert "Not formalized: not formalized" not in tex and "Not formalized:}" not in tex
+    assert "http.server" in tex
+
+
 def test_leanok_only_where_a_build_proved_the_theorem() -> None:
     assert "\\leanok" not in blueprint.content_tex(THEOREMS, {}).replace(
         "\\texttt{\\textbackslash leanok}", ""
@@ -66,7 +82,7 @@ def test_manifest_uses_form_an_acyclic_graph() -> None:
 
 @pytest.mark.skipif(
     not (Path(sys.executable).with_name("plastex").exists() or shutil.which("plastex")),
-    reason="plasTeX not installed (pip install 'absorb[blueprint]')",
+    reason="plasTeX not installed (pip install -e '.[blueprint]')",
 )
 def test_blueprint_builds_to_html_with_a_dependency_graph(tmp_path: Path) -> None:
     web = blueprint.build_web(tmp_path)

@@ -765,7 +765,7 @@ def test_verify_dojo_with_real_toolchain(tmp_path: Path) -> None:
     from absorb.lean.dojo import dojo_installed, verify_dojo
 
     if not dojo_installed():
-        pytest.skip("LeanDojo (absorb[dojo]) is not installed")
+        pytest.skip("LeanDojo (extra dojo) is not installed")
     result = verify_dojo(REPO, out=tmp_path / "walk")
     assert [t["id"] for t in result["theorems"]] == list(THEOREM_IDS)  # type: ignore[union-attr,index]
     if result["trace"]["ok"]:  # type: ignore[index]

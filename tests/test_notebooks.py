@@ -37,3 +37,53 @@ def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.get("output_type") == "error"]
     assert not errors
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _extras() -> dict[str, list[str]]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    return extras
+
+
+def test_course_commands_name_what_the_install_provides() -> None:
+    """Every command of the course's set-up runs after the install it states: the extra
+    exists, it brings the tool (`jupyter execute` is nbclient's, `jupyter notebook` the
+    notebook package's), and every notebook named exists."""
+    import re
+
+    extras = _extras()
+    for doc in ("docs/course/README.md", "docs/TEACHING.md"):
+        text = (ROOT / doc).read_text()
+        installs = re.findall(r'pip install -e "\.\[(\w+)\]"', text)
+        assert installs, doc
+        for extra in installs:
+            assert extra in extras, (doc, extra)
+        provided = " ".join(p for extra in installs for p in extras[extra])
+        if "jupyter execute" in text:
+            assert "nbclient" in provided, doc
+        if "jupyter notebook" in text:
+            assert "notebook>=" in provided, doc
+        for nb in re.findall(r"notebooks/[a-z0-9_]+\.ipynb", text):
+            assert (ROOT / nb).is_file(), nb
+    assert "python -m nbclient" not in (ROOT / "docs/course/README.md").read_text()
+
+
+def test_no_install_hint_names_a_strangers_package() -> None:
+    """`absorb` on PyPI is an unrelated package: no hint may say `pip install absorb…`; the
+    distribution is `absorb-skip`, installed from a checkout with `pip install -e ".[extra]"`."""
+    import re
+    import tomllib
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == \
+        "absorb-skip"
+    files = [*ROOT.glob("python/absorb/**/*.py"), *ROOT.glob("docs/**/*.md"),
+             ROOT / "README.md", *NOTEBOOKS]
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"pip install\s+['\"]?absorb\b", text), path
+        assert "absorb[" not in text, path

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from html import escape as esc_html
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -482,3 +483,69 @@ def test_html_renders_in_headless_chromium(
         assert len(colors) > 50
         # on the first screen: the pale-yellow "NOT COMPILED" banner and a green badge
         assert (255, 248, 197) in colors and (26, 127, 55) in colors
+
+
+def test_overview_counts_in_words_at_the_top(written: tuple[Path, dict[str, Any]]) -> None:
+    """A skimmer reads the counts first: compiled, agreeing, not formalized, explorations —
+    each number recomputed here from the report's data."""
+    out, result = written
+    thms = result["theorems"]
+    line = text.overview(result)
+    formal = [t["formal"]["status"] for t in thms]
+    numerical = [t["numerical"]["status"] for t in thms]
+    assert line.startswith(f"{formal.count('proved')} of {len(thms)} theorems compiled (no "
+                           "Lean toolchain")
+    assert f"{numerical.count('agrees')} of {len(thms)} agree numerically" in line
+    assert f"{formal.count('not formalized')} not formalized" in line
+    opened = sum(e["open"] for t in thms for e in t["numerical"]["experiments"])
+    assert f"{opened} explorations of open questions shown, not counted" in line
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert html.index(esc_html(line)) < html.index("class='banner")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert line in md.split("## ")[0]
+
+
+def test_map_pointers_say_exploration_or_construction(
+    written: tuple[Path, dict[str, Any]],
+) -> None:
+    """An exploration carries the badge `open` and is called one; a construction shown in the
+    map (the image cone) is never called an exploration."""
+    out, result = written
+    html = (out / "index.html").read_text(encoding="utf-8")
+    for t in result["theorems"]:
+        for e in t["numerical"]["experiments"]:
+            if not text.in_map(e):
+                continue
+            if e["open"]:
+                assert e["status"] in ("open", "error")
+            pointer = f"{text.pointer_to_map(e)}: <code>{e['name']}</code>"
+            assert pointer in html
+            assert ("Exploration" in pointer) == bool(e["open"])
+
+
+@pytest.mark.parametrize("name", sorted(experiments.EXPERIMENTS))
+def test_experiment_is_deterministic_under_its_seed(
+    name: str, cached: dict[str, dict[str, Any]],
+    experiments_seed0: dict[str, experiments.ExperimentResult],
+) -> None:
+    """Same seed, same numbers: the report's own run of every experiment at seed 0 equals the
+    session's earlier run (tests/conftest.py), after other work in the same process."""
+    a = build.jsonable(experiments_seed0[name].to_json())
+    b = {k: v for k, v in cached[name].items() if k != "positive_control_status"}
+    assert json.dumps(a, default=str) == json.dumps(b, default=str)
+
+
+def test_every_data_cell_names_its_column(written: tuple[Path, dict[str, Any]]) -> None:
+    """Below 760 px a data table becomes one card per row, each cell labelled with its column
+    (CSS reads data-label), so no column hides behind a scrollbar at 700 px."""
+    import re
+
+    html = (written[0] / "index.html").read_text(encoding="utf-8")
+    assert "@media (max-width:760px)" in html and "content:attr(data-label)" in html
+    tables = re.findall(r"<table class='data'>.*?</table>", html, flags=re.S)
+    assert tables
+    for table in tables:
+        heads = re.findall(r"<th>(.*?)</th>", table)
+        for row in re.findall(r"<tr>(<td.*?)</tr>", table):
+            labels = re.findall(r"data-label='(.*?)'", row)
+            assert labels == heads

@@ -8,7 +8,7 @@ static audit. Everything is generated from :data:`absorb.manifest.THEOREMS`, so 
 stays the one source of truth; only the LaTeX preamble is fixed text here.
 
 ``write_sources`` writes ``src/`` (``web.tex``, ``content.tex``, ``plastex.cfg``) into a
-folder; ``build_web`` runs plasTeX (the optional extra ``absorb[blueprint]``) on it and returns
+folder; ``build_web`` runs plasTeX (the optional extra ``blueprint``) on it and returns
 the folder of the HTML site, whose ``dep_graph_document.html`` is the dependency graph.
 """
 
@@ -35,6 +35,18 @@ _KIND: Mapping[str, str] = {
     "depth_linearization": "corollary",
     "generic_measure_zero": "corollary",
 }
+
+#: The chapters of the blueprint, by theme as in the paper's sections: (title, theorem IDs).
+#: A manifest theorem listed in none of them goes to a last chapter, "Further results".
+CHAPTERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Reduction to the identity skip", ("reduction",)),
+    ("Scaling obstructions: homogeneous and gated blocks", ("degree", "linearization")),
+    ("Index sets: ReLU, GELU and odd-part-linear activations",
+     ("odd_part", "index_set_sufficient", "index_set_necessary", "generic_measure_zero")),
+    ("Certificates and the ReLU limit of biased blocks",
+     ("relaxation_certificate", "bias_blowup")),
+    ("Deep stacks", ("depth_degree", "depth_linearization", "depth_narrow")),
+)
 
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -119,7 +131,8 @@ def theorem_tex(thm: Theorem, proved: bool) -> str:
     if thm.lean_scope:
         lines.append(f"\\emph{{Formal scope:}} {escape(thm.lean_scope)}")
     if thm.lean_note:
-        lines.append(f"\\emph{{Not formalized:}} {escape(thm.lean_note)}")
+        # the note says itself that (and why) the theorem is not formalized
+        lines.append(f"\\emph{{Lean:}} {escape(thm.lean_note)}")
     lines += [
         f"\\end{{{kind}}}",
         "\\begin{proof}",
@@ -137,16 +150,34 @@ def theorem_tex(thm: Theorem, proved: bool) -> str:
     return "\n".join(lines)
 
 
+def chapters(theorems: Sequence[Theorem]) -> list[tuple[str, list[Theorem]]]:
+    """The theorems grouped into :data:`CHAPTERS` (manifest order inside a chapter); the ones
+    no chapter names go to a last chapter, so a new manifest entry is never dropped."""
+    by_id = {t.id: t for t in theorems}
+    out = [(title, [by_id[i] for i in ids if i in by_id]) for title, ids in CHAPTERS]
+    listed = {i for _, ids in CHAPTERS for i in ids}
+    rest = [t for t in theorems if t.id not in listed]
+    if rest:
+        out.append(("Further results", rest))
+    return [(title, thms) for title, thms in out if thms]
+
+
 def content_tex(theorems: Sequence[Theorem], proved: Mapping[str, bool]) -> str:
-    """The body of the blueprint: every manifest theorem, in manifest order."""
+    """The body of the blueprint: every manifest theorem, one chapter per theme."""
     intro = (
-        "\\chapter{Results}\n"
+        "\\chapter{About this blueprint}\n"
         "Each statement names its Lean declarations. A statement is marked as formalized "
         "(\\texttt{\\textbackslash leanok}) only where a \\texttt{lake build} proved every one "
         "of them; a blueprint generated without a build marks none, whatever a static audit "
-        "says.\n\n"
+        "says. The dependency graph is drawn by JavaScript that browsers do not run from a "
+        "\\texttt{file://} address: serve the folder over HTTP, e.g. "
+        "\\texttt{python3 -m http.server 8000 --directory blueprint/web}, and open "
+        "\\texttt{http://localhost:8000/dep\\_graph\\_document.html}.\n\n"
     )
-    return intro + "\n".join(theorem_tex(t, proved.get(t.id, False)) for t in theorems)
+    body = [f"\\chapter{{{escape(title)}}}\n" + "\n".join(
+        theorem_tex(t, proved.get(t.id, False)) for t in thms)
+        for title, thms in chapters(theorems)]
+    return intro + "\n".join(body)
 
 
 def write_sources(out: Path, proved: Mapping[str, bool] | None = None) -> Path:
@@ -173,7 +204,8 @@ def _plastex() -> str:
     found = str(beside) if beside.exists() else shutil.which("plastex")
     if found is None:
         raise ToolMissing(
-            "plasTeX is not installed: pip install 'absorb[blueprint]' to build the blueprint"
+            "plasTeX is not installed: pip install -e \".[blueprint]\" (from a checkout of "
+            "the repository) to build the blueprint"
         )
     return found
 

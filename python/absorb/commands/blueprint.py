@@ -51,4 +51,6 @@ def run(args: argparse.Namespace) -> Result:
     return Result({"sources": str(out / "src"), "web": str(web), "leanok": marked},
                   [f"blueprint written to {web} (index.html; dependency graph in "
                    "dep_graph_document.html)",
+                   "the graph needs HTTP (it is blank from file://): python3 -m http.server 8000 "
+                   f"--directory {web}, then open http://localhost:8000/dep_graph_document.html",
                    f"marked \\leanok (proved by lake build): {', '.join(marked) or 'none'}"])

@@ -26,7 +26,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="seconds allowed for each toolchain command")
     p.add_argument("--backend", choices=("lake", "dojo"), default="lake",
                    help="lake: build and #print axioms; dojo: trace with LeanDojo (extra "
-                   "absorb[dojo]) and check every manifest proof tactic by tactic")
+                   "dojo: pip install -e \".[dojo]\") and check every manifest proof tactic "
+                   "by tactic")
     p.add_argument("--dojo-out", type=Path, metavar="DIR",
                    help="with --backend dojo: write each theorem's tactic-by-tactic goal "
                    "states to DIR/<id>.json")

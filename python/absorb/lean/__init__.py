@@ -12,7 +12,7 @@ Entry points, all keyed on the manifest (:mod:`absorb.manifest`):
   timeout, clean kill), parses its diagnostics and ``#print axioms`` output
   (:mod:`absorb.lean.output`), classifies each theorem, and runs the compiled checker on
   the shared conformance vectors and on cases decided in Python (:mod:`absorb.lean.checker`).
-* :func:`verify_dojo` (:mod:`absorb.lean.dojo`, extra ``absorb[dojo]``) traces the
+* :func:`verify_dojo` (:mod:`absorb.lean.dojo`, extra ``dojo``) traces the
   repository with LeanDojo and exports each manifest theorem's tactic-by-tactic goal states.
 
 Module dependencies run one way: ``source`` and ``output`` and ``toolchain`` depend on

@@ -1,6 +1,6 @@
 """``verify --backend dojo``: trace the repository with LeanDojo and walk every manifest proof.
 
-LeanDojo (the optional extra ``absorb[dojo]``) builds the repository with ``lake`` and records,
+LeanDojo (the optional extra ``dojo``) builds the repository with ``lake`` and records,
 for every theorem, its source range and each tactic with the goal state before and after it.
 Per manifest theorem this module reports whether its traced proof is *complete* — the proof
 text of each declaration holds no ``sorry``/``admit``/``native_decide`` (read with the same
@@ -35,8 +35,8 @@ from absorb.lean.source import scan_lean
 from absorb.lean.toolchain import INSTALL_HINT, find_lake, run_process
 from absorb.manifest import THEOREMS, Theorem
 
-DOJO_HINT = ("LeanDojo is not installed (the optional extra): "
-             "pip install 'absorb[dojo]'")
+DOJO_HINT = ("LeanDojo is not installed (the optional extra `dojo`): "
+             "pip install -e \".[dojo]\" from a checkout of the repository")
 _INCOMPLETE = ("sorry", "admit", "native_decide")
 # Worst status wins when a theorem has several declarations.
 _RANK = {"complete": 0, "untraced": 1, "native_decide": 2, "sorry": 3, "missing": 4,

@@ -1,6 +1,7 @@
 """The report's figures: PNG line plots from the plain figure dicts of the experiments.
 
-A figure dict is ``{"title", "xlabel", "ylabel", "xscale", "yscale", "series", "caption"}``;
+A figure dict is ``{"title", "xlabel", "ylabel", "xscale", "yscale", "series", "caption"}``,
+optionally ``"xticks"`` (and ``"xticklabels"``): ticks at the instances a figure compares;
 each series is ``{"label", "x", "y"}`` with optional ``"panel"`` (series sharing a panel share a
 subplot; panels sit side by side) and ``"style"`` (``"line"``, ``"markers"`` or ``"both"``, the
 default).  Every series gets its own marker and line style, so curves that coincide stay visible
@@ -77,6 +78,10 @@ def plot(figure: Mapping[str, Any], path: Path) -> None:
                         color=line.get_color(), clip_on=False, zorder=10)
         ax.set_xscale(str(figure.get("xscale", "linear")))
         ax.set_yscale(str(figure.get("yscale", "linear")))
+        if "xticks" in figure:
+            ax.set_xticks([float(t) for t in figure["xticks"]])
+            if "xticklabels" in figure:
+                ax.set_xticklabels([str(t) for t in figure["xticklabels"]], fontsize=7)
         if log:
             ax.set_ylim(bottom=floor)
         ax.set_xlabel(str(figure["xlabel"]))

@@ -39,12 +39,21 @@ font-weight:600;margin:0 .3em .2em 0;border:2px solid transparent;white-space:no
 table{border-collapse:collapse;font-size:.8em;margin:.5em 0 1em;display:block;overflow-x:auto;
 max-width:100%}
 th,td{border:1px solid #d0d7de;padding:.2em .5em;text-align:right;white-space:nowrap}
-th{background:#f6f8fa}.summary td,td:first-child{text-align:left}
+th{background:#f6f8fa;white-space:normal;max-width:9em;vertical-align:bottom}
+td.txt{white-space:normal;min-width:10em;text-align:left}td.word{text-align:left}
+.summary td,td:first-child{text-align:left}
+@media (max-width:760px){table.data,table.data tbody,table.data tr{display:block}
+table.data thead{display:none}table.data tr{border:1px solid #d0d7de;margin:0 0 .6em;
+padding:.2em 0}table.data td{display:flex;justify-content:space-between;gap:1em;border:none;
+border-bottom:1px dotted #d0d7de;white-space:normal;text-align:right;min-width:0}
+table.data td::before{content:attr(data-label);font-weight:600;text-align:left}}
 .summary td:last-child{white-space:normal;min-width:12em}
 .legend{background:#f6f8fa;border-radius:8px;padding:.5em 1em;margin:1em 0;font-size:.85em}
 .legend-grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));gap:0 1.5em}
 .legend ul{list-style:none;padding:0;margin:.3em 0}.legend li{margin:.25em 0}
 .note{font-size:.9em;color:#57606a;margin-top:-.5em}
+.overview{font-size:1.15em;font-weight:600;background:#f6f8fa;border-left:6px solid #1d1d1f;
+padding:.5em .9em;margin:.6em 0}
 code{background:#f6f8fa;padding:0 .2em;border-radius:3px}
 .statement{background:#f6f8fa;border-left:4px solid #0969da;padding:.5em 1em}
 .crash{background:#1d1d1f;color:#ffd33d;padding:.4em .8em;border-radius:4px;font-family:monospace}
@@ -72,14 +81,27 @@ def numerical_badge(status: str) -> str:
     return _badge(*text.numerical_label(status))
 
 
+def _cell(value: str, column: str) -> str:
+    """A table cell: numbers (and ✓ ✗ —) right-aligned on one line, words left-aligned, and
+    sentences wrapped (so no table needs a scrollbar to show its last columns at 1280 px);
+    ``data-label`` names the column for the one-card-per-row layout of narrow screens."""
+    try:
+        float(value.split("/")[0])
+        numeric = True
+    except ValueError:
+        numeric = value in ("✓", "✗", "—")
+    css = "" if numeric else f" class='{'txt' if len(value) > 24 else 'word'}'"
+    return f"<td{css} data-label='{esc(column)}'>{esc(value)}</td>"
+
+
 def _table(rows: Sequence[Mapping[str, Any]]) -> str:
     cols = text.columns(rows)
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(f"<td>{esc(text.fmt(r.get(c)))}</td>" for c in cols) + "</tr>"
-        for r in rows
+        "<tr>" + "".join(_cell(text.fmt(r.get(c)), c) for c in cols) + "</tr>" for r in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<table class='data'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table>")
 
 
 def _legend() -> str:
@@ -163,6 +185,7 @@ def render_html(report: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         "<title>absorb — cross-validation report</title>", f"<style>{_CSS}</style></head><body>",
         "<h1>Can an MLP absorb its own skip connection? — cross-validation report</h1>",
+        f"<p class='overview'>{esc(text.overview(report))}</p>",
         f"<div class='banner b-{css}'><p class='head'>{esc(headline)}</p>"
         f"<p>{_inline(detail)}</p></div>",
     ]
@@ -216,7 +239,7 @@ def _theorem(t: Mapping[str, Any], images: Mapping[str, bytes]) -> list[str]:
     ]
     for e in t["numerical"]["experiments"]:
         if text.in_map(e):
-            parts.append(f"<p>Exploration of the open problem <code>{esc(str(e['name']))}</code>"
+            parts.append(f"<p>{esc(text.pointer_to_map(e))}: <code>{esc(str(e['name']))}</code>"
                          f" {numerical_badge(str(e['status']))}: shown in "
                          f"<a href='#exp-{esc(str(e['name']))}'>the map of the open problem</a>."
                          "</p>")

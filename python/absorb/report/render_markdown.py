@@ -59,7 +59,7 @@ def render_markdown(report: Mapping[str, Any], figures: Mapping[str, str]) -> st
     """Banner and legend first, then the summary, the Lean side, the theorems and the map."""
     _, headline, detail = text.banner(report)
     out = [f"# absorb cross-validation report (seed {report['seed']})", "",
-           f"> **{headline}** {detail}", ""]
+           f"**{text.overview(report)}**", "", f"> **{headline}** {detail}", ""]
     crashed = text.errored_line(report)
     if crashed:
         out += [f"> **⚠ {crashed}**", ""]
@@ -85,7 +85,7 @@ def render_markdown(report: Mapping[str, Any], figures: Mapping[str, str]) -> st
             out += [f"*Formal scope:* {t['lean_scope']}", ""]
         for e in t["numerical"]["experiments"]:
             if text.in_map(e):
-                out += [f"Exploration of the open problem `{e['name']}` "
+                out += [f"{text.pointer_to_map(e)}: `{e['name']}` "
                         f"({text.numerical_label(str(e['status']))[0]}): shown in the map of the "
                         "open problem below.", ""]
             else:

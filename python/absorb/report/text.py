@@ -85,6 +85,32 @@ def banner(report: Mapping[str, Any]) -> tuple[str, str, str]:
             "Nothing formal is claimed by this report; pass --root DIR to name a Lean tree.")
 
 
+def overview(report: Mapping[str, Any]) -> str:
+    """The report's counts in words, for someone who reads nothing else: how many theorems a
+    Lean build compiled (and why not), how many agree numerically, how many are not
+    formalized, and how many explorations are shown without being counted."""
+    theorems: Sequence[Mapping[str, Any]] = report["theorems"]
+    total = len(theorems)
+    formal = [str(t["formal"]["status"]) for t in theorems]
+    numerical = [str(t["numerical"]["status"]) for t in theorems]
+    why = {"verify": "lake build ran", "audit": "no Lean toolchain: the proofs were only read",
+           "none": "no Lean sources"}.get(str(report["formal_source"]), "")
+    parts = [f"{formal.count('proved')} of {total} theorems compiled ({why})",
+             f"{numerical.count('agrees')} of {total} agree numerically"]
+    parts += [f"{numerical.count(s)} {s}" for s in ("disagrees", "error") if s in numerical]
+    parts.append(f"{formal.count('not formalized')} not formalized")
+    explorations = sum(bool(e["open"]) for t in theorems for e in t["numerical"]["experiments"])
+    parts.append(f"{explorations} explorations of open questions shown, not counted")
+    return "; ".join(parts) + "."
+
+
+def pointer_to_map(e: Mapping[str, Any]) -> str:
+    """What an experiment shown in the map is, in words: an exploration of the open problem
+    (badge ``open``, not counted) or a construction beyond the theorem (counted)."""
+    return ("Exploration of the open problem (not counted)" if e["open"]
+            else "Construction beyond the theorem (counted with it)")
+
+
 def errored_line(report: Mapping[str, Any]) -> str | None:
     """One sentence naming the crashed experiments, or None."""
     names = report.get("errored") or []

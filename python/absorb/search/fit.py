@@ -14,9 +14,14 @@ Engines:
   (:class:`absorb.search.lm.VarPro`). Each restart, from random fan-in-scale weights, runs
   (1) LM on the model augmented with a free linear term L x (a continuation aid: the augmented
   model fits the nonlinear part without having to produce the linear part),
-  (2) for ungated blocks, an iterated local search over unit reflections u_i → −u_i, which
-  changes a unit's linear part discretely,
-  (3) LM on the true model. The best restart is polished (LM with 3× the iterations).
+  (2) an iterated local search over unit reflections u_i → −u_i (gated units: the gate's
+  g_i → −g_i), which changes a unit's linear part (gated: a quadratic form) discretely,
+  (3) LM on the true model,
+  (4) with ``redraws`` > 0, an iterated local search over single units: one unit's inner
+  weights re-drawn at random, the block re-fitted, the move kept when the cost drops
+  (:meth:`absorb.search.lm.VarPro.redraw_search`).
+  The restart with the smallest held-out error is polished (LM with 3× the iterations),
+  the polish kept only when it lowers the training cost without raising the held-out error.
 * ``adam``: full-batch Adam with the output layer projected (:class:`absorb.search.adam.AdamFit`).
 
 Independence: no start uses the target's weights, its index set or the sign-flip construction,
@@ -193,8 +198,9 @@ def held_out_errors(h: Block, f: Block, held: Sequence[tuple[float, Array]]
 class _Engine:
     def __init__(self, target: Block, width: int, X: Array, T: Array, omega: Array,
                  steps: int, rng: np.random.Generator, dtype: type, reflect: bool,
-                 lr: float, project: bool) -> None:
+                 lr: float, project: bool, redraws: int = 0) -> None:
         self.target, self.width, self.steps, self.rng = target, width, steps, rng
+        self.redraws = redraws
         self.X, self.T, self.omega = X, T, omega
         self.unit = unit_function(target)
         self.dtype, self.reflect, self.lr, self.project = dtype, reflect, lr, project
@@ -221,9 +227,11 @@ class _Engine:
         theta = vp.join(p)
         if not polish:
             theta = self.vp_aux.levenberg_marquardt(theta, self.steps)
-        if self.reflect and self.target.W_gate is None:
+        if self.reflect:
             theta = vp.reflection_search(theta, self.rng, kicks=2 * self.width)
         theta = vp.levenberg_marquardt(theta, self.steps * (3 if polish else 1))
+        if self.redraws and not polish:
+            theta = vp.redraw_search(theta, self.rng, self.redraws, self.steps, self.reflect)
         return vp.params(theta), vp.cost(theta)
 
     def adam(self, p: dict[str, Array], polish: bool = False) -> tuple[dict[str, Array], float]:
@@ -293,30 +301,34 @@ def fit_residual_free(
     lr: float = 1e-2,
     project: bool = True,
     stop_below: float | None = None,
+    redraws: int = 0,
 ) -> SearchResult:
     """Fit residual-free blocks of ``target``'s kind to ``target`` (see the module docstring).
 
     ``steps``: LM iterations per stage (``lm``) or Adam steps (``adam``) per restart;
     ``samples``: training inputs per scale (held-out: as many pairs); ``time_budget``: seconds
     after which the search stops cleanly (between or inside restarts) and says so;
-    ``stop_below``: no further restarts once one reaches this held-out error at every scale.
+    ``stop_below``: no further restarts once one reaches this held-out error at every scale;
+    ``redraws``: single-unit re-draw moves per restart (``lm`` only; see the module docstring).
     """
     w = target.n if width is None else width
     steps = DEFAULT_STEPS.get(engine, 1) if steps is None else steps
     samples = default_samples(target, w, engine) if samples is None else samples
     _check_arguments(w, restarts, steps, samples, scales, engine, dtype, time_budget)
+    if redraws < 0:
+        raise AbsorbError(f"redraws must be non-negative, got {redraws}")
     # One BLAS thread: with two, OpenBLAS's reductions can round differently from run to run,
     # and a last-bit difference can steer a restart to another minimum; determinism under
     # --seed is worth more than the second thread on these small fits.
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit(target, w, restarts, steps, samples, scales, rng, engine, dtype, progress,
-                    init_from_target, time_budget, reflect, lr, project, stop_below)
+                    init_from_target, time_budget, reflect, lr, project, stop_below, redraws)
 
 
 def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
          scales: tuple[float, ...], rng: np.random.Generator, engine: str, dtype: type,
          progress: bool, init_from_target: bool, time_budget: float | None, reflect: bool,
-         lr: float, project: bool, stop_below: float | None) -> SearchResult:
+         lr: float, project: bool, stop_below: float | None, redraws: int) -> SearchResult:
     """The body of :func:`fit_residual_free`, arguments checked."""
     t0 = time.perf_counter()
     X = np.concatenate([s * rng.standard_normal((samples, target.d)) for s in scales])
@@ -326,7 +338,7 @@ def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
         raise AbsorbError("the target block is zero on the inputs of some scale")
     omega = np.repeat(1.0 / (len(scales) * norms), samples)
     held = [(s, s * rng.standard_normal(((samples + 1) // 2, target.d))) for s in scales]
-    eng = _Engine(target, w, X, T, omega, steps, rng, dtype, reflect, lr, project)
+    eng = _Engine(target, w, X, T, omega, steps, rng, dtype, reflect, lr, project, redraws)
     eng.deadline = math.inf if time_budget is None else t0 + time_budget
     run = eng.lm if engine == "lm" else eng.adam
     starts = [("random", random_params(target, w, rng)) for _ in range(restarts)]
@@ -353,10 +365,16 @@ def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
     finally:
         bar.close()
     stopped = time.perf_counter() > eng.deadline
-    best_cost, best_params = min(fits, key=lambda cp: cp[0])
+    # The restart with the smallest held-out error, training cost breaking ties: two restarts
+    # can both fit the training set to round-off while one is off by 1e-5 on held-out points (a
+    # thin wedge between near-parallel ReLU hyperplanes that no training sample hit), and the
+    # lower training cost then picked the wrong one.
+    best = min(range(len(fits)), key=lambda i: (max(per_restart[i].values()), fits[i][0]))
+    best_cost, best_params = fits[best]
     if not stopped:
         params, cost = run(best_params, polish=True)
-        if cost <= best_cost:
+        polished = max(held_out_errors(as_block(target, params), target, held)[0].values())
+        if cost <= best_cost and polished <= max(per_restart[best].values()):
             best_params = params
         stopped = time.perf_counter() > eng.deadline
     h = as_block(target, best_params)

@@ -37,6 +37,9 @@ __all__ = ["MAX_JACOBIAN_BYTES", "Deadline", "VarPro"]
 
 #: LM's factors and normal equations are refused above this size (use ``engine="adam"``).
 MAX_JACOBIAN_BYTES = 1 << 30
+#: A training cost ½Σω‖h − f‖² (Σω‖f‖² = 1) at or below this is a fit at round-off (relative
+#: error ~1e-12): no further move can improve it in a way the held-out errors would show.
+ROUND_OFF_COST = 1e-24
 
 
 class Deadline(Exception):
@@ -270,25 +273,37 @@ class VarPro:
         return theta
 
     def _reflected(self, theta: Array, units: Array) -> Array:
-        """θ with the units ``units`` reflected: (V_up[i], c_up[i]) → −(V_up[i], c_up[i])."""
+        """θ with the units ``units`` reflected: ungated (V_up[i], c_up[i]) → −(V_up[i], c_up[i]),
+        gated V_gate[i] → −V_gate[i] (the gate's half-space flips, the linear factor stays)."""
         p = {k: v.copy() for k, v in self.split(theta).items()}
-        p["V_up"][units] *= -1
-        if self.up_bias:
-            p["c_up"][units] *= -1
+        if self.gated:
+            p["V_gate"][units] *= -1
+        else:
+            p["V_up"][units] *= -1
+            if self.up_bias:
+                p["c_up"][units] *= -1
         return self.join(p)
+
+    def _columns(self, p: dict[str, Array], sign: float) -> Array:
+        """H(X) with every unit reflected (``sign`` = −1) or not (+1): σ(±Z), or g(±Zg) ⊙ Z."""
+        Z = self._preactivation(p)
+        H, D = np.empty_like(Z), np.empty_like(Z)
+        if self.gated:
+            G = np.empty_like(Z)
+            self.unit(sign * (self.X @ p["V_gate"].T), G, D)
+            np.multiply(G, Z, out=H)
+        else:
+            self.unit(sign * Z, H, D)
+        return H
 
     def _flip_costs(self, theta: Array) -> Array:
         """The cost after reflecting each single unit, all w at once: the reflected unit's column
         of Hs replaces column i, and each of the w least-squares problems is solved from its
         Gram matrix (a batched (k×k) solve). Normal equations are accurate enough to *rank* the
         moves; the chosen move is re-evaluated exactly."""
-        Z = self._preactivation(self.split(theta))
-        H, D = np.empty_like(Z), np.empty_like(Z)
-        self.unit(Z, H, D)
-        Hf = np.empty_like(Z)
-        self.unit(-Z, Hf, D)
-        Hs = np.hstack([H * self.sw, self.extra])
-        C = Hf * self.sw  # the reflected columns
+        p = self.split(theta)
+        Hs = np.hstack([self._columns(p, 1.0) * self.sw, self.extra])
+        C = self._columns(p, -1.0) * self.sw  # the reflected columns
         w, k = self.w, Hs.shape[1]
         G = np.broadcast_to(Hs.T @ Hs, (w, k, k)).copy()
         cross = C.T @ Hs  # (w, k): row i = c_iᵀ Hs
@@ -319,13 +334,45 @@ class VarPro:
         """Iterated local search over unit reflections u_i → −u_i (the output layer re-solved
         for each): greedy descent, then ``kicks`` random 3-unit reflections each followed by a
         descent, keeping the best. A discrete move a gradient method cannot make (it would have
-        to rotate u_i through other hyperplanes); it uses nothing of the target's weights."""
+        to rotate u_i through other hyperplanes); for gated units the gate's half-space flips
+        (g(−z) = g(z) − z for the odd-part-linear gates, so the unit changes by a quadratic
+        form). It uses nothing of the target's weights."""
         theta, best = self._descend_reflections(theta)
         for _ in range(kicks):
             if time.perf_counter() > self.deadline or best == 0.0:
                 break
             units = rng.choice(self.w, size=min(3, self.w), replace=False)
             cand, c = self._descend_reflections(self._reflected(theta, units))
+            if c < best:
+                theta, best = cand, c
+        return theta
+
+    def redraw_search(self, theta: Array, rng: np.random.Generator, tries: int, steps: int,
+                      reflect: bool) -> Array:
+        """Iterated local search over single units: unit i (cycling) gets fresh inner weights at
+        fan-in scale (V_up[i], V_gate[i] ~ N(0, 1/d), c_up[i] ~ N(0, ¼)), the whole block is
+        re-fitted by LM (and the reflection search), and the move is kept when the cost drops.
+
+        Why: from random starts most failed restarts have all units but one in place (measured
+        on residual-free ReGLU targets, d = 2, n = 3: the per-restart recovery rate goes from
+        0.14 to 0.65 with 2n re-draws); a fresh restart throws the good units away. Stops at
+        ``tries`` moves, at round-off (:data:`ROUND_OFF_COST`) or at the deadline. Uses nothing
+        of the target's weights."""
+        best = self.cost(theta)
+        for it in range(tries):
+            if time.perf_counter() > self.deadline or best <= ROUND_OFF_COST:
+                break
+            i = it % self.w
+            p = {k: v.copy() for k, v in self.split(theta).items()}
+            p["V_up"][i] = rng.standard_normal(self.d) / math.sqrt(self.d)
+            if self.gated:
+                p["V_gate"][i] = rng.standard_normal(self.d) / math.sqrt(self.d)
+            if self.up_bias:
+                p["c_up"][i] = 0.5 * rng.standard_normal()
+            cand = self.levenberg_marquardt(self.join(p), steps)
+            if reflect:
+                cand = self.levenberg_marquardt(self.reflection_search(cand, rng, self.w), steps)
+            c = self.cost(cand)
             if c < best:
                 theta, best = cand, c
         return theta
