@@ -30,6 +30,7 @@ from absorb.activations import get_activation
 from absorb.blocks import Block, planted_block, random_block
 from absorb.certificates import relaxation
 from absorb.search import fit_residual_free
+from tables import Table
 
 TARGET = 1e-8
 SCALES = (0.01, 1.0, 100.0)
@@ -100,7 +101,6 @@ def _cell(hit: float | None, best: float, spent: float, runs: int) -> str:
 
 
 def bench_search(quick: bool) -> Any:
-    from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
     budget_lm, budget_adam = (60.0, 30.0) if quick else (240.0, 45.0)
     table = Table(
@@ -162,7 +162,6 @@ def recovery_target(name: str, d: int, n: int, kind: str, rng: np.random.Generat
 def bench_recovery(targets: int, restarts: int) -> Any:
     """Per-restart recovery rate (held-out error ≤ TARGET at every scale) of planted blocks, per
     activation and size, without and with the single-unit re-draw moves (2n per restart)."""
-    from run import Table
 
     table = Table(
         f"Search recovery of exactly representable targets: restarts reaching ≤ {TARGET:g} at "
@@ -205,7 +204,6 @@ def bench_reports(seeds: int) -> Any:
     """Full reports (every experiment) at seeds 0..seeds−1: experiments not agreeing, and open
     explorations whose planted controls were not all recovered (their badge stays `open`)."""
     from absorb.report.build import build_report
-    from run import Table
 
     table = Table(f"Full reports at seeds 0–{seeds - 1}: experiments that disagree or crash",
                   ["seed", "experiments", "disagrees", "error", "open (not counted)",

@@ -30,7 +30,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a .safetensors file, a folder, or a sharded "
                    "checkpoint's *.safetensors.index.json (config.json read from beside it), "
                    "or a Hugging Face model id org/name[@revision] read through the Hub cache "
-                   "(extra absorb[hub]; a local path of that name wins)")
+                   "(extra hub: pip install -e \".[hub]\"; a local path of that name wins)")
     p.add_argument("--arch", help="architecture, overriding detection (one of: "
                    f"{', '.join(ARCHITECTURE_NAMES)})")
     p.add_argument("--up", type=layer_pattern,
@@ -55,8 +55,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
                         "threads); the plan refuses a number that would not fit in memory")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run each layer as a task on a Dask distributed cluster, e.g. "
-                        "tcp://host:8786 (extra absorb[scan]); workers read the weights from "
-                        "the path or their Hub cache (default: local)")
+                        "tcp://host:8786 (extra scan: pip install -e \".[scan]\"); workers read "
+                        "the weights from the path or their Hub cache (default: local)")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="scan folder: inspect.json, summary.html and summary.png (table and "
                         "figure of every layer), and cache/ (per-layer results: a rerun with "
@@ -70,7 +70,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu",
                    help="where the certificate's dense phases run: cpu (numpy), cpu-torch "
                         "(torch on the CPU) or cuda (torch on a GPU); torch needs the extra "
-                        "absorb[torch]")
+                        "torch: pip install -e \".[torch]\"")
     p.set_defaults(jsonl=False)
 
 
