@@ -67,3 +67,18 @@ def test_architecture_md_lists_every_lean_module() -> None:
         f"docs/ARCHITECTURE.md (Lean side) has no row for {sorted(tree - documented)}"
     assert not documented - tree, \
         f"docs/ARCHITECTURE.md (Lean side) lists {sorted(documented - tree)}, not in Absorb/"
+
+
+def test_quoted_report_time_is_the_results_files() -> None:
+    """README and TEACHING quote the `absorb report` time that benchmarks/results.md holds (the
+    benchmark regenerates that file; a stale quote fails here)."""
+    results = (REPO / "benchmarks" / "results.md").read_text(encoding="utf-8")
+    found = re.findall(r"### `absorb report` on defaults: ([0-9.]+) s end to end", results)
+    assert len(found) == 1, "benchmarks/results.md must hold one `absorb report` section"
+    seconds = found[0]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    teaching = (REPO / "docs" / "TEACHING.md").read_text(encoding="utf-8")
+    quoted = re.findall(r"`absorb report` on defaults takes ([0-9.]+) s", readme)
+    assert quoted == [seconds], f"README quotes {quoted} s, results.md says {seconds} s"
+    assert re.findall(r"absorb report --out report --seed 0\s+# ([0-9.]+) s", teaching) \
+        == [seconds], f"docs/TEACHING.md must quote {seconds} s from benchmarks/results.md"
