@@ -34,6 +34,7 @@ from scipy.optimize import linprog
 
 from absorb import certificates
 from absorb.blocks import Block, ObjectArray
+from absorb.rationals import rational_text
 from absorb.stacks.arrangement import MAX_RAY_SUBSETS, Vector, arrangement_rays
 from absorb.stacks.exact import as_fractions, det, exact_weights, inverse
 
@@ -165,7 +166,7 @@ def image_cone_match(prev: Block, block: Block, layer: int
     nonneg = [j for j in range(n) if all(v >= 0 for v in S[j])]
     nonpos = [j for j in range(n) if j not in nonneg and all(v <= 0 for v in S[j])]
     cutting = [j for j in range(n) if j not in nonneg and j not in nonpos]
-    info: dict[str, Any] = {"generators": [[str(v) for v in g] for g in gens],
+    info: dict[str, Any] = {"generators": [[rational_text(v) for v in g] for g in gens],
                             "units_linear_on_K": nonneg, "units_zero_on_K": nonpos,
                             "units_cutting_K": cutting}
     if len(cutting) + d > n:
