@@ -889,6 +889,9 @@ REGRESSIONS: list[tuple[str, Case, set[str] | None]] = [
     ("exact entries beyond 1e308", _case("relu", [["1" + "0" * 400, 0], [0, 1]],
                                          [[TINY.replace("1/", "-1/"), 0], [0, -1]]),
      {"absorbed"}),
+    ("exact entries beyond 1e308, no index set", _case(
+        "relu", [["1" + "0" * 400, 0], [0, 1]], [[TINY.replace("1/", "-1/"), 0], [0, -2]]),
+     {"not_absorbed"}),
 ]
 
 

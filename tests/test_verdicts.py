@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from tests.conftest import REPO, CliResult
 from absorb import verdicts
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
+from absorb.certificates import check_dual, find_index_set
+from absorb.certificates.dual import DualCertificate
 from absorb.theory import decide
+from absorb.theory.index_sets import _distance
 from absorb.verdicts import (
     AbsorbableUpToRounding,
     Absorbed,
@@ -328,6 +332,21 @@ def test_distance_is_a_lower_bound_over_every_index_set() -> None:
              for r in range(2) for c in range(2)), Fraction(0))
         for k in range(7) for S in itertools.combinations(range(6), k))
     assert Fraction(cert["distance"]) ** 2 * 2 <= best  # ‖A‖_F² = 2
+
+
+def test_distance_from_a_dual_certificate_far_below_the_float_range() -> None:
+    """A valid exact Y with entries 2⁻¹¹⁰⁰ (d = n = 1, W_up = W_down = t = 2⁻⁵⁵⁰, A = 1):
+    −⟨A,Y⟩ = −y lies y below [0, t²y], so every S has |E_S| ≥ y/|Y| = 1 (and S = {} has
+    exactly 1). |Y|² squared in float underflowed to a zero divisor (a crash)."""
+    t, y = Fraction(1, 2**550), Fraction(1, 2**1100)
+    W = np.array([[t]], dtype=object)
+    Y = np.array([[y]], dtype=object)
+    chk = check_dual(W, W, Y)
+    assert chk.valid and chk.margin == y
+    found = replace(find_index_set(W, W), dual=DualCertificate(Y, chk, "test", None))
+    distance, source = _distance(found, None, 1)
+    assert source.startswith("dual certificate")
+    assert distance is not None and 0.99 < distance <= 1.0
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the float relaxation overflows
