@@ -490,3 +490,33 @@ def test_search_prediction_reads_the_same_table_and_verdict() -> None:
     pred = prediction(planted, 3)
     assert pred["expect"] == "zero" and pred["verdict"] == "absorbed"
     assert prediction(planted, 9)["theorem"] == "index_set_sufficient"  # n + 2d = 7 <= 9
+
+
+BEYOND = "1" + "0" * 400  # an exact entry past the float range (its float view is ±inf)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(("activation", "A", "b_up", "allowed"), [
+    ("relu", [[1, 0], [0, 1]], None, {"absorbed"}),
+    ("relu", [[BEYOND, 0], [0, 1]], None, {"absorbed"}),
+    ("tanh", [[BEYOND, 0], [0, 1]], None, {"impossible"}),  # exact C and t*: no float step
+    ("relu2", [[1, 0], [0, 1]], None, {"undetermined"}),  # the degree witness is float
+    ("relu2", [[1, 0], [0, 1]], [BEYOND, 0], {"undetermined"}),  # no search on ±inf
+])
+def test_exact_entries_beyond_the_float_range_are_decided_or_undetermined(
+        activation: str, A: list[list[object]], b_up: list[object] | None, allowed: set[str],
+        cli: Callable[..., CliResult], write_json: Callable[..., Path]) -> None:
+    """Legal exact input past 1e308 is never refused nor a crash (text and JSON output): the
+    exact paths decide it, a verdict that needs a float step is ``undetermined``."""
+    # W_down W_up = -A (S = {0, 1}), W_up[0, 0] past the float range
+    a00 = Fraction(int(str(A[0][0])), int(BEYOND))
+    doc: dict[str, object] = {"W_up": [[BEYOND, 0], [0, 1]], "W_down": [[str(-a00), 0], [0, -1]],
+                              "A_skip": A}
+    if b_up is not None:
+        doc["b_up"] = b_up
+    path = write_json(doc)
+    res = cli("check", "--activation", activation, "--weights", str(path), "--json")
+    assert res.code == 0, res.err
+    assert res.json()["verdict"] in allowed
+    text = cli("check", "--activation", activation, "--weights", str(path))
+    assert text.code == 0 and "verdict:" in text.out, text.err

@@ -57,15 +57,21 @@ def absorbing_block(block: Block, S: Sequence[int]) -> Block:
                  b_up=c_up, b_down=c_down, residual=False)
 
 
+def float_view_finite(block: Block) -> bool:
+    """Whether every float array of the block is finite (false only for exact input with an
+    entry beyond the float range, which the reader keeps as ±inf beside its rational)."""
+    return all(bool(np.all(np.isfinite(m))) for m in (
+        block.W_up, block.W_down, block.W_gate, block.b_up, block.b_down, block.A_skip)
+        if m is not None)
+
+
 def check_construction(block: Block, h: Block, rng: np.random.Generator) -> dict[str, object]:
     """The numerical check of a construction h of ``block`` (the verdict's ``check``):
     max |h(X) − f(X)| (absolute and relative to max |f(X)|) on Gaussian X at each scale.
     ("verify" is kept for the Lean build, ``absorb verify``.) Not run when an exact entry lies
     beyond the float range (its float view is ±inf): the check would only measure NaN, and
     the verdict rests on the exact identity, never on this check."""
-    if not all(np.all(np.isfinite(m)) for m in (block.W_up, block.W_down, block.W_gate,
-                                                 block.b_up, block.b_down, block.A_skip)
-               if m is not None):
+    if not float_view_finite(block):
         return {"numerical_check": "not run: an exact entry lies beyond the float range"}
     return check_maps(block, h, block.d, rng)
 
@@ -96,7 +102,11 @@ def weights_json(h: Block) -> dict[str, object]:
 
 def evidence(block: Block, rng: np.random.Generator, search: SearchEvidence
              ) -> dict[str, object] | None:
-    """The caller's evidence on ``block`` (``search(block, rng)``), None when none was asked."""
+    """The caller's evidence on ``block`` (``search(block, rng)``), None when none was asked;
+    not run on a block whose float view is not finite (a numerical fit of ±inf weights)."""
+    if search and not float_view_finite(block):
+        return {"note": "not run: a numerical search needs float weights, and an exact "
+                        "entry lies beyond the float range"}
     return search(block, rng) if search else None
 
 
