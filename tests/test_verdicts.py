@@ -520,3 +520,18 @@ def test_exact_entries_beyond_the_float_range_are_decided_or_undetermined(
     assert res.json()["verdict"] in allowed
     text = cli("check", "--activation", activation, "--weights", str(path))
     assert text.code == 0 and "verdict:" in text.out, text.err
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(("activation", "allowed"), [("relu", {"absorbed"}),
+                                                     ("relu2", {"undetermined"})])
+def test_a_stack_with_exact_entries_beyond_the_float_range(
+        activation: str, allowed: set[str], cli: Callable[..., CliResult],
+        write_json: Callable[..., Path]) -> None:
+    """A stack of exact layers past 1e308: the exact per-layer match decides; the float-only
+    limit witness of depth_degree is not run (``undetermined``), never a crash."""
+    layer = {"W_up": [[BEYOND, 0], [0, 1]], "W_down": [["-1/" + BEYOND, 0], [0, -1]]}
+    res = cli("check", "--activation", activation, "--weights",
+              str(write_json({"layers": [layer, layer]})), "--json")
+    assert res.code == 0, res.err
+    assert res.json()["verdict"] in allowed

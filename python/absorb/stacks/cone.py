@@ -34,6 +34,7 @@ from scipy.optimize import linprog
 
 from absorb import certificates
 from absorb.blocks import Block, ObjectArray
+from absorb.exact import safe_float
 from absorb.rationals import rational_text
 from absorb.stacks.arrangement import MAX_RAY_SUBSETS, Vector, arrangement_rays
 from absorb.stacks.exact import as_fractions, det, exact_weights, inverse
@@ -67,8 +68,10 @@ class LayerMatch:
     detail: dict[str, object]
 
     def block(self, like: Block) -> Block:
-        """The residual-free float block (``like`` gives the activation)."""
-        f = {k: np.asarray(v, dtype=np.float64) for k, v in self.weights.items()}
+        """The residual-free float block (``like`` gives the activation; an entry beyond the
+        float range is ±inf, as the reader stores it)."""
+        f = {k: np.vectorize(safe_float, otypes=[np.float64])(np.asarray(v, dtype=object))
+             for k, v in self.weights.items()}
         return Block(like.activation, f["W_up"], f["W_down"], b_up=f.get("b_up"),
                      b_down=f.get("b_down"), residual=False)
 
