@@ -42,6 +42,7 @@ from absorb.theory.common import (
     check_construction,
     evidence,
     float_view_finite,
+    float_witness_missing,
     stored_block_json,
     stored_weights,
     subject,
@@ -128,9 +129,8 @@ def decide(block: Block, *, rng: np.random.Generator, search: SearchEvidence = N
         assert how.theorem is not None  # an impossibility path names its theorem
         if how.theorem != "bounded" and not float_view_finite(block):
             # these witnesses evaluate the block in floating point: no witness, no verdict
-            return Undetermined(subject=subj, reason=f"{how.theorem} applies, but its witness "
-                                "is evaluated in floating point and an exact entry lies beyond "
-                                "the float range", unmet_hypotheses=tuple(how.unmet))
+            return Undetermined(subject=subj, reason=float_witness_missing(how.theorem),
+                                unmet_hypotheses=tuple(how.unmet))
         if how.theorem == "degree":
             witness = degree_witness(block, witness_point(A if A is not None
                                                           else block.skip_matrix(), rng))

@@ -57,6 +57,18 @@ def absorbing_block(block: Block, S: Sequence[int]) -> Block:
                  b_up=c_up, b_down=c_down, residual=False)
 
 
+#: Why a float-only step (numerical check, float witness, search) is not run on exact input.
+BEYOND_FLOAT = "an exact entry lies beyond the float range"
+#: The construction check in its place.
+CHECK_NOT_RUN: dict[str, object] = {"numerical_check": f"not run: {BEYOND_FLOAT}"}
+
+
+def float_witness_missing(theorem: str) -> str:
+    """The reason of ``undetermined`` when ``theorem`` applies but its witness, evaluated in
+    floating point, cannot be on a ±inf float view."""
+    return f"{theorem} applies, but its witness is evaluated in floating point and {BEYOND_FLOAT}"
+
+
 def float_view_finite(block: Block) -> bool:
     """Whether every float array of the block is finite (false only for exact input with an
     entry beyond the float range, which the reader keeps as ±inf beside its rational)."""
@@ -72,7 +84,7 @@ def check_construction(block: Block, h: Block, rng: np.random.Generator) -> dict
     beyond the float range (its float view is ±inf): the check would only measure NaN, and
     the verdict rests on the exact identity, never on this check."""
     if not float_view_finite(block):
-        return {"numerical_check": "not run: an exact entry lies beyond the float range"}
+        return dict(CHECK_NOT_RUN)
     return check_maps(block, h, block.d, rng)
 
 
@@ -105,8 +117,7 @@ def evidence(block: Block, rng: np.random.Generator, search: SearchEvidence
     """The caller's evidence on ``block`` (``search(block, rng)``), None when none was asked;
     not run on a block whose float view is not finite (a numerical fit of ±inf weights)."""
     if search and not float_view_finite(block):
-        return {"note": "not run: a numerical search needs float weights, and an exact "
-                        "entry lies beyond the float range"}
+        return {"note": f"not run: a numerical search needs float weights, and {BEYOND_FLOAT}"}
     return search(block, rng) if search else None
 
 
