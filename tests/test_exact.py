@@ -11,6 +11,7 @@ examples (a long run).
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from absorb.certificates import check_index_set, find_index_set
 from absorb.errors import AbsorbError
 from absorb.exact import integers, matmul_mod, product_equals, rank, rref
+from absorb.rationals import RationalMatrix, rational_text
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 #: A long run multiplies every property test's example count: ABSORB_PROPERTY_SCALE=20.
@@ -320,3 +322,16 @@ def test_an_absurd_tolerance_never_makes_an_exact_claim_nor_overflows() -> None:
         assert not (res.status == "found" and res.exact)
         if res.S is not None:
             assert not check_index_set(Wu, Wd, res.S)
+
+
+def test_rational_text_has_no_digit_limit() -> None:
+    """Exact values of more than 4300 digits (past Python's int-str limit) are written in
+    full and read back equal; short ones as str() writes them."""
+    big = Fraction(-(7**6000), 3**10000 * 2)
+    text = rational_text(big)
+    p, q = text.split("/")
+    assert len(q) > 4300  # read back through Decimal, which has no such limit
+    assert int(Decimal(p)) == big.numerator and int(Decimal(q)) == big.denominator
+    assert rational_text(Fraction(-3, 4)) == "-3/4" and rational_text(5) == "5"
+    assert rational_text(0.375) == "3/8"
+    assert RationalMatrix(np.array([[big]], dtype=object), None).to_json() == [[text]]

@@ -777,11 +777,6 @@ def test_the_identity_skip_plant_is_an_inverse() -> None:
 
 # ------------------------------------------------------------------ the properties
 
-KNOWN_BUGS = ("on this branch the verdict fixes of issue 15 are not merged yet; see the "
-              "helper's report for the minimal failing inputs")
-
-
-@pytest.mark.xfail(strict=False, reason=KNOWN_BUGS)
 @budget(250)
 @given(case=blocks(storages=("exact",), containers=("json",)), style=st.integers(0, 2),
        seed=st.integers(0, 2**32))
@@ -789,7 +784,6 @@ def test_exact_json_blocks(case: Case, style: int, seed: int) -> None:
     judge(case, style, seed)
 
 
-@pytest.mark.xfail(strict=False, reason=KNOWN_BUGS)
 @budget(250)
 @given(case=blocks(storages=FLOAT_STORAGES, containers=("npz",)), seed=st.integers(0, 2**32))
 def test_float_blocks_in_npz(case: Case, seed: int) -> None:
@@ -804,7 +798,6 @@ def test_safetensors_checkpoints(case: Case, seed: int) -> None:
     judge(case, 0, seed)
 
 
-@pytest.mark.xfail(strict=False, reason=KNOWN_BUGS)
 @budget(200)
 @given(case=blocks(activations=tuple(sorted(ODD_PART_LINEAR)), modes=("two_sets",
                                                                        "near_miss")),
@@ -813,7 +806,6 @@ def test_several_index_sets_and_near_misses(case: Case, seed: int) -> None:
     judge(case, 0, seed)
 
 
-@pytest.mark.xfail(strict=False, reason=KNOWN_BUGS)
 @budget(200)
 @given(case=blocks(activations=tuple(sorted(ODD_PART_LINEAR)),
                    modes=("planted", "planted_identity")), seed=st.integers(0, 2**32))
@@ -821,7 +813,6 @@ def test_planted_index_sets(case: Case, seed: int) -> None:
     judge(case, 0, seed)
 
 
-@pytest.mark.xfail(strict=False, reason=KNOWN_BUGS)
 @budget(100)
 @given(case=blocks(modes=("degenerate",)), seed=st.integers(0, 2**32))
 def test_degenerate_weights(case: Case, seed: int) -> None:
@@ -898,42 +889,20 @@ REGRESSIONS: list[tuple[str, Case, set[str] | None]] = [
     ("exact entries beyond 1e308", _case("relu", [["1" + "0" * 400, 0], [0, 1]],
                                          [[TINY.replace("1/", "-1/"), 0], [0, -1]]),
      {"absorbed"}),
+    ("exact entries beyond 1e308, no index set", _case(
+        "relu", [["1" + "0" * 400, 0], [0, 1]], [[TINY.replace("1/", "-1/"), 0], [0, -2]]),
+     {"not_absorbed"}),
 ]
 
 
-#: The regressions that fail on this branch (the verdict fixes of issue 15 are made in
-#: parallel); the lead removes these marks after merging them.
-FAILING_HERE = {
-    "exact tiny skip, relu": "exact input that stops being exact: the p/q skip is read as 0.0",
-    "exact tiny skip, relu2": "exact input that stops being exact: the p/q skip is read as 0.0",
-    "float64 near set": "the float64 'near set counts as exact' policy",
-    "an exact set beside a near one, float16, n = 6": "the inexact of two sets: the search "
-                                                      "stops at the first set within tolerance",
-    "linear rank 2 with a tiny singular value": "ranks decided at float tolerance",
-    "weights near 2^520": "a miss: the exact search is not confirmed within its budget",
-    "tanh, A = I": "no theorem for bounded activations yet",
-    "sigmoid, A != 0": "no theorem for bounded activations yet",
-    "skip 1e300 I": "a crash on legal finite input (OverflowError)",
-    "exact entries with 955-digit denominators": "a crash on legal exact input: a rational of "
-                                                 "more than 4300 digits printed with str()",
-    "exact entries beyond 1e308": "exact input beyond 1e308 is refused (float arrays in Block)",
-}
-
-
-def _regression(name: str, case: Case, allowed: set[str] | None) -> Any:
-    marks = ([pytest.mark.xfail(strict=False, reason=FAILING_HERE[name])]
-             if name in FAILING_HERE else [])
-    return pytest.param(case, allowed, id=name, marks=marks)
-
-
-@pytest.mark.parametrize(("case", "allowed"), [_regression(*r) for r in REGRESSIONS])
+@pytest.mark.parametrize(("case", "allowed"),
+                         [pytest.param(case, allowed, id=name)
+                          for name, case, allowed in REGRESSIONS])
 def test_failure_kinds_of_issue_15(case: Case, allowed: set[str] | None) -> None:
     verdict = judge(case)
     assert allowed is None or verdict in allowed, f"{verdict}, expected one of {allowed}"
 
 
-@pytest.mark.xfail(strict=False, reason="--tol becomes a verdict (absorbed with a failed "
-                   "construction; 1e200: OverflowError)")
 @pytest.mark.parametrize("tol", ["1", "10", "1e100", "1e200"])
 def test_a_user_tolerance_never_becomes_absorbed(tol: str) -> None:
     """``--tol`` is a storage tolerance: refused when implausible (exit 2), never ``absorbed``

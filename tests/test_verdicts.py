@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from tests.conftest import REPO, CliResult
 from absorb import verdicts
 from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, random_block
+from absorb.certificates import check_dual, find_index_set
+from absorb.certificates.dual import DualCertificate
 from absorb.theory import decide
+from absorb.theory.index_sets import _distance
 from absorb.verdicts import (
     AbsorbableUpToRounding,
     Absorbed,
@@ -330,6 +334,21 @@ def test_distance_is_a_lower_bound_over_every_index_set() -> None:
     assert Fraction(cert["distance"]) ** 2 * 2 <= best  # ‖A‖_F² = 2
 
 
+def test_distance_from_a_dual_certificate_far_below_the_float_range() -> None:
+    """A valid exact Y with entries 2⁻¹¹⁰⁰ (d = n = 1, W_up = W_down = t = 2⁻⁵⁵⁰, A = 1):
+    −⟨A,Y⟩ = −y lies y below [0, t²y], so every S has |E_S| ≥ y/|Y| = 1 (and S = {} has
+    exactly 1). |Y|² squared in float underflowed to a zero divisor (a crash)."""
+    t, y = Fraction(1, 2**550), Fraction(1, 2**1100)
+    W = np.array([[t]], dtype=object)
+    Y = np.array([[y]], dtype=object)
+    chk = check_dual(W, W, Y)
+    assert chk.valid and chk.margin == y
+    found = replace(find_index_set(W, W), dual=DualCertificate(Y, chk, "test", None))
+    distance, source = _distance(found, None, 1)
+    assert source.startswith("dual certificate")
+    assert distance is not None and 0.99 < distance <= 1.0
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the float relaxation overflows
 def test_exact_search_finding_a_set_is_absorbed_when_floats_overflow() -> None:
     """Weights near 2⁵²⁰: the float search overflows, the exact search on the stored values
@@ -471,3 +490,48 @@ def test_search_prediction_reads_the_same_table_and_verdict() -> None:
     pred = prediction(planted, 3)
     assert pred["expect"] == "zero" and pred["verdict"] == "absorbed"
     assert prediction(planted, 9)["theorem"] == "index_set_sufficient"  # n + 2d = 7 <= 9
+
+
+BEYOND = "1" + "0" * 400  # an exact entry past the float range (its float view is ±inf)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(("activation", "A", "b_up", "allowed"), [
+    ("relu", [[1, 0], [0, 1]], None, {"absorbed"}),
+    ("relu", [[BEYOND, 0], [0, 1]], None, {"absorbed"}),
+    ("tanh", [[BEYOND, 0], [0, 1]], None, {"impossible"}),  # exact C and t*: no float step
+    ("relu2", [[1, 0], [0, 1]], None, {"undetermined"}),  # the degree witness is float
+    ("relu2", [[1, 0], [0, 1]], [BEYOND, 0], {"undetermined"}),  # no search on ±inf
+])
+def test_exact_entries_beyond_the_float_range_are_decided_or_undetermined(
+        activation: str, A: list[list[object]], b_up: list[object] | None, allowed: set[str],
+        cli: Callable[..., CliResult], write_json: Callable[..., Path]) -> None:
+    """Legal exact input past 1e308 is never refused nor a crash (text and JSON output): the
+    exact paths decide it, a verdict that needs a float step is ``undetermined``."""
+    # W_down W_up = -A (S = {0, 1}), W_up[0, 0] past the float range
+    a00 = Fraction(int(str(A[0][0])), int(BEYOND))
+    doc: dict[str, object] = {"W_up": [[BEYOND, 0], [0, 1]], "W_down": [[str(-a00), 0], [0, -1]],
+                              "A_skip": A}
+    if b_up is not None:
+        doc["b_up"] = b_up
+    path = write_json(doc)
+    res = cli("check", "--activation", activation, "--weights", str(path), "--json")
+    assert res.code == 0, res.err
+    assert res.json()["verdict"] in allowed
+    text = cli("check", "--activation", activation, "--weights", str(path))
+    assert text.code == 0 and "verdict:" in text.out, text.err
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(("activation", "allowed"), [("relu", {"absorbed"}),
+                                                     ("relu2", {"undetermined"})])
+def test_a_stack_with_exact_entries_beyond_the_float_range(
+        activation: str, allowed: set[str], cli: Callable[..., CliResult],
+        write_json: Callable[..., Path]) -> None:
+    """A stack of exact layers past 1e308: the exact per-layer match decides; the float-only
+    limit witness of depth_degree is not run (``undetermined``), never a crash."""
+    layer = {"W_up": [[BEYOND, 0], [0, 1]], "W_down": [["-1/" + BEYOND, 0], [0, -1]]}
+    res = cli("check", "--activation", activation, "--weights",
+              str(write_json({"layers": [layer, layer]})), "--json")
+    assert res.code == 0, res.err
+    assert res.json()["verdict"] in allowed

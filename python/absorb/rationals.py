@@ -8,12 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-__all__ = ["RationalMatrix"]
+__all__ = ["RationalMatrix", "rational_text"]
+
+
+def _int_text(n: int) -> str:
+    """The decimal digits of n. Why not str(n): Python ≥ 3.11 refuses str() of an int past
+    4300 digits (sys.get_int_max_str_digits), which exact products of long inputs reach;
+    Decimal converts an int exactly and without that limit, and its str of an integer
+    (exponent 0) is the plain digits."""
+    return str(n) if -10**4000 < n < 10**4000 else str(Decimal(n))
+
+
+def rational_text(v: Fraction | int | float) -> str:
+    """The exact "p/q" (or "p") string of a rational (a finite float: its exact dyadic value),
+    of any length: the one writer of exact values (certificates, JSON output, exported
+    files)."""
+    q = Fraction(v)
+    if q.denominator == 1:
+        return _int_text(q.numerator)
+    return f"{_int_text(q.numerator)}/{_int_text(q.denominator)}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,7 +51,7 @@ class RationalMatrix:
     def to_json(self) -> list[list[str]]:
         """The entries as exact "p/q" strings (vectorized on the grid: m / 2^grid reduced)."""
         if self.grid is None:
-            return [[str(Fraction(v)) for v in row] for row in self.values]
+            return [[rational_text(v) for v in row] for row in self.values]
         m = np.rint(np.asarray(self.values) * 2.0**self.grid).astype(np.int64)
         den = np.int64(1) << np.int64(self.grid)
         g = np.gcd(m, den)

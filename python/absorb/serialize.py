@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from absorb.rationals import RationalMatrix
+from absorb.rationals import RationalMatrix, rational_text
 
 
 def plain(obj: Any, matrix: Callable[[RationalMatrix], Any] | None = None) -> Any:
@@ -33,7 +33,7 @@ def plain(obj: Any, matrix: Callable[[RationalMatrix], Any] | None = None) -> An
     if isinstance(obj, np.generic):
         return plain(obj.item())
     if isinstance(obj, Fraction):
-        return str(obj)
+        return rational_text(obj)
     if isinstance(obj, Path):
         return str(obj)
     if isinstance(obj, float) and not math.isfinite(obj):

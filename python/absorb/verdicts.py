@@ -423,11 +423,14 @@ def _witness_lines(w: Mapping[str, Any]) -> list[str]:
                 return q
             return q if f == 0 and Fraction(q) != 0 else f"{f:.6g}"
 
+        def low(v: float | None) -> str:  # None: beyond the float range
+            return "(beyond float range)" if v is None else f"{v:.6g}"
+
         return [f"witness: v = e_{w['x'].index(1.0)}, |Av|_max = {num(w['Av_norm'])}; every "
                 "residual-free block with no larger row sums of |V_down| and |c_down| stays "
                 f"below C = {num(w['residual_free_bound'])} (max-norm), while |f(tv)| >= "
                 f"t|Av| - C > C for t > t* = {num(w['t_star'])} (exact values in the JSON):",
-                *(f"  t={s['t']:.3g}  |f(tv)|={s['f_norm']:.6g}  >= {s['lower_bound']:.6g}"
+                *(f"  t={s['t']:.3g}  |f(tv)|={s['f_norm']:.6g}  >= {low(s['lower_bound'])}"
                   for s in w["steps"])]
     return ["witness: |R(tx)/t - x| = " + ", ".join(
         f"{s['gap']:.2e} (t={s['t']:g})" for s in w["steps"]) + f"; |x| = {w['x_norm']:.3g}"]
@@ -507,11 +510,11 @@ def _text_lines(r: Mapping[str, Any], subject: Subject) -> list[str]:
     for hyp in r.get("unmet_hypotheses") or []:
         lines.append(f"unmet hypothesis: {hyp}")
     search = r.get("search")
-    if search:
+    if search and "relative_error" in search:  # else only its note (a search not run)
         lines.append("search (best relative error per input scale): " + ", ".join(
             f"{_fmt(float(k))}: {_fmt(v)}" for k, v in search["relative_error"].items()))
-        if search.get("note"):
-            lines.append(f"  ({search['note']})")
+    if search and search.get("note"):
+        lines.append(f"  ({search['note']})")
     if r.get("scope"):
         lines.append(f"note: {r['scope']}")
     return lines

@@ -31,6 +31,7 @@ import numpy as np
 from absorb.activations import Activation
 from absorb.blocks import Array, Block, ExactWeights, ObjectArray
 from absorb.errors import AbsorbError
+from absorb.exact import safe_float
 from absorb.numbers import entry, loads
 
 KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_down", "A_skip")
@@ -99,16 +100,14 @@ def parse_json_block(data: object, where: str) -> Parsed:
 
 
 def json_arrays(parsed: Parsed) -> tuple[dict[str, Array], dict[str, ObjectArray]]:
-    """Float arrays (each entry rounded to nearest) and the exact rational originals of one
-    parsed block: a JSON document always denotes exact rationals (:mod:`absorb.numbers`)."""
+    """Float arrays (each entry rounded to nearest; ±inf beyond the float range) and the exact
+    rational originals of one parsed block: a JSON document always denotes exact rationals
+    (:mod:`absorb.numbers`), decided on those; the floats are only a rounded view of them."""
     floats: dict[str, Array] = {}
     rationals: dict[str, ObjectArray] = {}
     for k, (shape, flat) in parsed.items():
         rationals[k] = np.array(flat, dtype=object).reshape(shape)
-        try:
-            floats[k] = np.array([float(x) for x in flat], dtype=np.float64).reshape(shape)
-        except OverflowError:
-            raise AbsorbError(f"{k}: an entry is too large for double precision") from None
+        floats[k] = np.array([safe_float(x) for x in flat], dtype=np.float64).reshape(shape)
     return floats, rationals
 
 
@@ -342,7 +341,8 @@ def block_from_arrays(floats: dict[str, Array], rationals: dict[str, ObjectArray
     """The skip block of one set of arrays: finite entries, shapes (``Block``), and with
     ``invertible_skip`` an invertible A (one block alone needs only A ≠ 0, or nothing)."""
     for k, arr in floats.items():
-        if not np.all(np.isfinite(arr)):
+        # exact entries beyond the float range round to ±inf: their rationals decide
+        if rationals is None and not np.all(np.isfinite(arr)):
             raise AbsorbError(f"{k} contains NaN or Inf")
     exact = None
     if rationals is not None:

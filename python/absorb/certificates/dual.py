@@ -31,7 +31,7 @@ from absorb.certificates._inputs import FloatArray, Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.verify import DualCheck, check_dual
 from absorb.exact import json_float
-from absorb.rationals import RationalMatrix
+from absorb.rationals import RationalMatrix, rational_text
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "RationalMatrix", "certify",
            "dual_certificate", "lp_separator"]
@@ -63,13 +63,14 @@ class DualCertificate:
         exact = isinstance(chk.margin, Fraction)
         return {
             "Y": self.rational(),
-            "margin": str(chk.margin) if exact else float(chk.margin),
+            "margin": rational_text(chk.margin) if exact else float(chk.margin),
             "margin_float": json_float(chk.margin),
             "value": json_float(chk.value),
             "interval": [json_float(chk.lower), json_float(chk.upper)],
             # the exact values ("p/q"; a float beyond the float range is null above)
-            "value_exact": str(chk.value) if exact else None,
-            "interval_exact": [str(chk.lower), str(chk.upper)] if exact else None,
+            "value_exact": rational_text(chk.value) if exact else None,
+            "interval_exact": ([rational_text(chk.lower), rational_text(chk.upper)] if exact
+                               else None),
             "side": self.check.side,
             "source": self.source,
             "grid": None if self.grid is None else f"2^-{self.grid}",

@@ -143,9 +143,12 @@ def min_norm_solution(G: FloatArray, c: FloatArray, rank: int) -> FloatArray:
     n = G.shape[0]
     lam, V = sla.eigh(G, check_finite=False, overwrite_a=True)
     lam_r, V_r = lam[n - rank :], V[:, n - rank :]
-    # an eigenvalue rounded to ≤ 0 (G badly scaled) contributes nothing rather than inf/NaN
-    lam_r = np.where(lam_r > 0, lam_r, np.inf)
-    s: FloatArray = -V_r @ ((V_r.T @ c) / lam_r)
+    # an eigenvalue rounded to ≤ 0 (G badly scaled, or NaN) contributes nothing: its
+    # coefficient stays 0 instead of being divided (0/0 would be NaN, x/0 inf)
+    proj = V_r.T @ c
+    coef = np.zeros_like(proj)
+    np.divide(proj, lam_r, out=coef, where=lam_r > 0)
+    s: FloatArray = -V_r @ coef
     return s
 
 

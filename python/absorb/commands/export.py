@@ -31,7 +31,7 @@ import numpy as np
 from absorb.blocks import Block
 from absorb.errors import AbsorbError
 from absorb.files import write_atomic
-from absorb.rationals import RationalMatrix
+from absorb.rationals import RationalMatrix, rational_text
 from absorb.theory.common import stored_biases, stored_weights
 from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict
 
@@ -42,11 +42,11 @@ FORMAT = "absorb-check/2"
 
 
 def _q(v: object) -> str:
-    if isinstance(v, Fraction):
-        return str(v)
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    return str(Fraction(float(v)))  # type: ignore[arg-type]
+    if isinstance(v, Fraction | int):
+        return rational_text(v)
+    if isinstance(v, np.integer):
+        return rational_text(int(v))
+    return rational_text(float(v))  # type: ignore[arg-type]
 
 
 def _rows(M: Any) -> list[list[str]]:
@@ -74,7 +74,7 @@ def checker_document(W_up: Any, W_down: Any, A: Any = None, *, activation: str =
     if S is not None:
         doc["S"] = [int(i) for i in S]
     else:
-        doc["Y"] = [[str(Fraction(v)) for v in row] for row in Y]
+        doc["Y"] = [[rational_text(Fraction(v)) for v in row] for row in Y]
     return doc
 
 

@@ -34,6 +34,8 @@ from scipy.optimize import linprog
 
 from absorb import certificates
 from absorb.blocks import Block, ObjectArray
+from absorb.exact import safe_float
+from absorb.rationals import rational_text
 from absorb.stacks.arrangement import MAX_RAY_SUBSETS, Vector, arrangement_rays
 from absorb.stacks.exact import as_fractions, det, exact_weights, inverse
 
@@ -66,8 +68,10 @@ class LayerMatch:
     detail: dict[str, object]
 
     def block(self, like: Block) -> Block:
-        """The residual-free float block (``like`` gives the activation)."""
-        f = {k: np.asarray(v, dtype=np.float64) for k, v in self.weights.items()}
+        """The residual-free float block (``like`` gives the activation; an entry beyond the
+        float range is ±inf, as the reader stores it)."""
+        f = {k: np.vectorize(safe_float, otypes=[np.float64])(np.asarray(v, dtype=object))
+             for k, v in self.weights.items()}
         return Block(like.activation, f["W_up"], f["W_down"], b_up=f.get("b_up"),
                      b_down=f.get("b_down"), residual=False)
 
@@ -165,7 +169,7 @@ def image_cone_match(prev: Block, block: Block, layer: int
     nonneg = [j for j in range(n) if all(v >= 0 for v in S[j])]
     nonpos = [j for j in range(n) if j not in nonneg and all(v <= 0 for v in S[j])]
     cutting = [j for j in range(n) if j not in nonneg and j not in nonpos]
-    info: dict[str, Any] = {"generators": [[str(v) for v in g] for g in gens],
+    info: dict[str, Any] = {"generators": [[rational_text(v) for v in g] for g in gens],
                             "units_linear_on_K": nonneg, "units_zero_on_K": nonpos,
                             "units_cutting_K": cutting}
     if len(cutting) + d > n:

@@ -35,7 +35,14 @@ from absorb.stacks.cone import (
 from absorb.stacks.exact import exact_weights
 from absorb.stacks.narrow import check_determinants
 from absorb.theory.applicable import applicable_stack_theorems
-from absorb.theory.common import SCOPE, check_maps, stored_weights
+from absorb.theory.common import (
+    CHECK_NOT_RUN,
+    SCOPE,
+    check_maps,
+    float_view_finite,
+    float_witness_missing,
+    stored_weights,
+)
 from absorb.verdicts import (
     Absorbed,
     ExactCheck,
@@ -126,8 +133,10 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCh
                             for m in matches)),
         construction={"construction": "image_cone" if cone else "index_set_per_layer",
                       "absorbing_stack": [_weights_json(m) for m in matches]},
-        check=check_maps(partial(stack_forward, blocks), partial(stack_forward, H),
-                               blocks[0].d, rng),
+        check=(check_maps(partial(stack_forward, blocks), partial(stack_forward, H),
+                          blocks[0].d, rng)
+               if all(float_view_finite(b) for b in blocks)
+               else dict(CHECK_NOT_RUN)),
         details=extra)
 
 
@@ -181,6 +190,10 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
     how = applicable_stack_theorems(blocks)
     if how.path == "impossible":
         assert how.theorem is not None  # an impossibility path names its theorem
+        if not all(float_view_finite(b) for b in blocks):
+            # the limit witness evaluates the stack in floating point: no witness, no verdict
+            return Undetermined(subject=subject, reason=float_witness_missing(how.theorem),
+                                unmet_hypotheses=tuple(how.unmet))
         return Impossible(subject=subject, chain=(how.theorem,),
                           reason=f"every block: {how.reason}",
                           witness=_limit_witness(blocks, rng))

@@ -29,6 +29,7 @@ from typing import Literal
 import numpy as np
 
 from absorb.blocks import Array, Block
+from absorb.rationals import rational_text
 from absorb.stacks.arrangement import MAX_REGIONS, active_pattern, region_bound, region_points
 from absorb.stacks.exact import det, exact_weights
 
@@ -54,11 +55,11 @@ class DeterminantCheck:
         return {
             "layer": self.layer, "certified": self.certified, "method": self.method,
             "norm_bound": self.norm_bound, "regions": self.regions,
-            "min_abs_det": None if self.min_abs_det is None else str(self.min_abs_det),
+            "min_abs_det": None if self.min_abs_det is None else rational_text(self.min_abs_det),
             "singular_pattern": (None if self.singular_pattern is None
                                  else list(self.singular_pattern)),
             "singular_point": (None if self.singular_point is None
-                               else [str(v) for v in self.singular_point]),
+                               else [rational_text(v) for v in self.singular_point]),
             "detail": self.detail,
         }
 

@@ -41,6 +41,8 @@ from absorb.theory.common import (
     absorbing_block,
     check_construction,
     evidence,
+    float_view_finite,
+    float_witness_missing,
     stored_block_json,
     stored_weights,
     subject,
@@ -125,6 +127,10 @@ def decide(block: Block, *, rng: np.random.Generator, search: SearchEvidence = N
         return decide_index_set(block, rng, search, subj, tol, candidate)
     if how.path == "impossible":
         assert how.theorem is not None  # an impossibility path names its theorem
+        if how.theorem != "bounded" and not float_view_finite(block):
+            # these witnesses evaluate the block in floating point: no witness, no verdict
+            return Undetermined(subject=subj, reason=float_witness_missing(how.theorem),
+                                unmet_hypotheses=tuple(how.unmet))
         if how.theorem == "degree":
             witness = degree_witness(block, witness_point(A if A is not None
                                                           else block.skip_matrix(), rng))

@@ -30,6 +30,7 @@ from absorb.certificates.rounding import (
     storage_dtype,
 )
 from absorb.errors import AbsorbError
+from absorb.rationals import rational_text
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.common import (
     SearchEvidence,
@@ -165,9 +166,12 @@ def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[floa
     try:
         if result.dual is not None:
             m = result.dual.check.margin
-            Y = np.asarray(result.dual.Y, dtype=np.float64)
-            y2 = float(np.sum(Y * Y)) * (1.0 + (Y.size + 2) * 2.0**-53)
-            q = Fraction(m) ** 2 / (Fraction(y2) * a2)
+            # ‖Y‖_F² bounded above without squaring in float: a tiny exact Y (entries near
+            # 2⁻¹¹⁰⁰) would underflow to a zero divisor, a huge one overflow.
+            y2 = _frobenius_squared_above(result.dual.Y, d)
+            if y2 == 0:  # Y = 0 has margin 0: no certificate, no bound
+                return None, "zero dual certificate"
+            q = Fraction(m) ** 2 / (y2 * a2)
             return (math.sqrt(float(q)) * safe,
                     "dual certificate: margin / (|Y|_F |A|_F)")
         if result.relaxation.residual_exact is not None:
@@ -204,7 +208,7 @@ def _certificate(result: certificates.IndexSetSearch, A: Any, d: int) -> dict[st
     return {
         "relaxation_residual": rel.residual,
         "relaxation_residual_exact": (None if rel.residual_exact is None
-                                      else str(rel.residual_exact)),
+                                      else rational_text(rel.residual_exact)),
         "distance": distance,
         "distance_source": source,
         "distance_note": "a proven lower bound: every index set S has "
@@ -224,8 +228,10 @@ def given_certificate(block: Block, Y: ObjectArray) -> dict[str, object]:
     """A user's dual certificate Y (from a checker file), checked independently."""
     W_up, W_down, A = stored_weights(block)
     chk = check_dual(W_up, W_down, Y, A)
-    return {"valid": chk.valid, "margin": str(chk.margin) if isinstance(chk.margin, Fraction)
-            else chk.margin, "side": chk.side, "verified": chk.how}
+    margin = chk.margin
+    return {"valid": chk.valid,
+            "margin": rational_text(margin) if isinstance(margin, Fraction) else margin,
+            "side": chk.side, "verified": chk.how}
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ import numpy as np
 
 from absorb.blocks import Array, Block
 from absorb.errors import AbsorbError
+from absorb.exact import json_float
+from absorb.rationals import rational_text
 
 LINEARIZATION_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 #: Multiples of t* at which the bounded witness evaluates ‖f(tv)‖_max.
@@ -61,7 +63,8 @@ def degree_witness(block: Block, x: Array, lam: float = 2.0) -> dict[str, object
 
         c = Fraction(lam) - Fraction(lam) ** int(k) if float(k).is_integer() else None
         if c is not None:
-            exact["expected_gap_exact"] = [str(c * v) for v in ex.A_skip @ as_fractions(x)]
+            exact["expected_gap_exact"] = [rational_text(c * v)
+                                           for v in ex.A_skip @ as_fractions(x)]
     return {**exact,
         "x": x.tolist(),
         "lambda": lam,
@@ -139,10 +142,11 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
     W_down = ex.W_down if ex is not None else block.W_down
     b_down = ex.b_down if ex is not None and ex.b_down is not None else block.b_down
     B = Fraction(act.bound)
-    with np.errstate(over="ignore"):
-        float_rows = float(np.max(np.sum(np.abs(np.asarray(W_down, dtype=np.float64)),
-                                         axis=1)))
-    if ex is None and math.isfinite(float_rows):
+    float_rows = math.inf  # exact input: the exact row sums below (never through float)
+    if ex is None:
+        with np.errstate(over="ignore"):
+            float_rows = float(np.max(np.sum(np.abs(block.W_down), axis=1)))
+    if math.isfinite(float_rows):
         # float weights: the row sums rounded upward (a sum of n terms errs by ≤ γ_n)
         row_max = Fraction(float_rows) * (1 + Fraction(2 * (block.n + 1)) * Fraction(_U))
     else:
@@ -162,14 +166,14 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
         with np.errstate(all="ignore"):
             f_norm = float(np.max(np.abs(block(t * x))))
         steps.append({"t": t, "f_norm": f_norm,
-                      "lower_bound": float(Fraction(t) * Av_max - C)})
+                      "lower_bound": json_float(Fraction(t) * Av_max - C)})
     return {
         "x": x.tolist(),
         "norm": "max",
-        "Av_norm": str(Av_max),
+        "Av_norm": rational_text(Av_max),
         "bound": float(B),
-        "residual_free_bound": str(C),
-        "t_star": str(t_star),
+        "residual_free_bound": rational_text(C),
+        "t_star": rational_text(t_star),
         "steps": steps,
         "statement": f"|f(tv)| >= t|Av| - C > C for t > t* = 2C/|Av| (max-norms), whereas "
                      f"|h(x)| <= C for every x and every residual-free {act.name} block h with "
