@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from tests.conftest import REPO, CliResult, run_subprocess
 
+from absorb import DISTRIBUTION
 from absorb.budget import Cost, human_bytes, require, search_cost
 from absorb.cli import build_parser
 from absorb.commands.options import seed_type
@@ -39,7 +40,7 @@ def _one_line_error(res: CliResult, code: int = 2) -> str:
 def test_version_comes_from_the_package_metadata() -> None:
     res = run_subprocess(["--version"])
     assert res.code == 0, res.err
-    assert res.out.strip() == f"absorb {metadata.version('absorb')}"
+    assert res.out.strip() == f"absorb {metadata.version(DISTRIBUTION)}"
 
 
 def test_the_console_script_imports_the_cli_inside_its_interrupt_guard() -> None:

@@ -52,11 +52,11 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 def version() -> str:
     """The installed distribution's version (package metadata), else the source tree's."""
-    try:
-        return metadata.version("absorb")
-    except metadata.PackageNotFoundError:
-        from absorb import __version__
+    from absorb import DISTRIBUTION, __version__
 
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
         return __version__
 
 
