@@ -40,7 +40,8 @@ from absorb.activations import get_activation
 from absorb.blocks import random_block
 from absorb.certificates import brute_force_index_set, find_index_set, relaxation
 from absorb.files import write_atomic
-from absorb.search import DERIVATIVES, AdamFit
+from absorb.search import AdamFit
+from absorb.search.units import unit_function
 from exact_bench import bench_exact  # section 7, exactness at float speed (exact_bench.py)
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)
@@ -305,7 +306,7 @@ def bench_fit(quick: bool) -> Table:
                 "V_down": rng.standard_normal((d, n)) / np.sqrt(n),
             }
             for project in (False, True):
-                fit = AdamFit(DERIVATIVES[name], X, T, omega, params, dtype, project=project)
+                fit = AdamFit(unit_function(block), X, T, omega, params, dtype, project=project)
                 # interleave: the matmul rate is measured right before the step it is compared to
                 t_mm = best_time(partial(np.matmul, A, B, out=C), repeats=7, inner=20)
                 t_step = best_time(partial(fit.step, 1e-4), repeats=7, inner=10)

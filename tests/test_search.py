@@ -12,7 +12,6 @@ from absorb.blocks import Block, planted_block, random_block
 from absorb.commands.search import fit_and_explain
 from absorb.errors import AbsorbError
 from absorb.search import (
-    DERIVATIVES,
     FROM_TARGET,
     AdamFit,
     UnitFunction,
@@ -27,13 +26,14 @@ from absorb.search.lm import VarPro
 
 
 def unit_of(name: str) -> UnitFunction:
-    act = get_activation(name)
-    return DERIVATIVES[act.gate if act.gated else act.name]
+    unit = get_activation(name).unit
+    assert unit is not None
+    return unit
 
 
 def evaluate(name: str, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     value, deriv = np.full_like(z, np.nan), np.full_like(z, np.nan)
-    DERIVATIVES[name](z, value, deriv)
+    unit_of(name)(z, value, deriv)
     return value, deriv
 
 
@@ -133,7 +133,7 @@ def _varpro(name: str, biases: bool, rng: np.random.Generator) -> tuple[VarPro, 
     act = get_activation(name)
     h = random_block(act, 3, 4, rng, biases=biases)
     X = rng.standard_normal((40, 3))
-    unit = DERIVATIVES[act.gate if act.gated else act.name]
+    unit = unit_of(name)
     vp = VarPro(unit, X, Block(act, h.W_up, h.W_down, h.W_gate, h.b_up, h.b_down,
                                residual=False)(X), rng.random(40) + 0.5, width=4,
                 gated=act.gated, up_bias=biases, down_bias=biases)

@@ -21,26 +21,43 @@ Each entry records the structural facts the verdict logic needs:
   (the paper's Theorems 8 and 10: ReLU, GELU); other ReLU-at-infinity σ, and biases, go
   through bias_blowup;
 * ``checker_name`` — the activation's name in the Lean checker's format (``absorb-check/2``),
-  for the σ whose bias-free and biased blocks the checker's theorems speak about.
+  for the σ whose bias-free and biased blocks the checker's theorems speak about;
+* ``unit`` — ``unit(z, value, deriv)`` writes f(z) into ``value`` and f′(z) into ``deriv``
+  (dtype of z), f = σ (ungated) or the gate g (gated), sharing intermediates; the numerical fits
+  (:mod:`absorb.search`) call it. Writing into fixed buffers avoids a fresh m×w allocation (and
+  its page faults) per call, which otherwise costs as much as the matrix products. None: no
+  derivative known, the fits refuse the activation;
+* ``derivative`` — f′ as a function returning a new array (σ′, or g′ for a gated entry), read
+  by the stack Jacobian (:mod:`absorb.stacks.fit`, ungated entries only); None where it is not
+  given, and the stack Jacobian then refuses the activation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit, ndtr
+from scipy.special import erf, expit, ndtr
 
 from absorb.errors import AbsorbError
 
 Array = NDArray[np.float64]
 Family = Literal["homogeneous", "gated", "ungated", "other"]
+#: ``unit(z, value, deriv)``: f(z) into ``value``, f′(z) into ``deriv``, any float dtype.
+UnitFunction = Callable[[NDArray[Any], NDArray[Any], NDArray[Any]], None]
 
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_TANH_C = 0.044715
+# np.float64 scalars (not Python floats) in the GELU and tanh-GELU ``derivative``: they make
+# its result float64 even for float32 input (NEP 50), which a Python float would not
+_SQRT2PI = np.sqrt(2.0 * np.pi)
+_C = np.sqrt(2.0 / np.pi)
 
 
 def relu(z: Array) -> Array:
@@ -92,6 +109,123 @@ def identity(z: Array) -> Array:
     return np.asarray(z, dtype=np.float64)
 
 
+# --------------------------------------------------------------------------------------------
+# fused value and derivative, written into preallocated buffers (``unit``)
+
+
+def _relu_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    np.maximum(z, 0, out=value)
+    np.greater(z, 0, out=deriv)
+
+
+def _relu2_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    np.maximum(z, 0, out=deriv)
+    np.multiply(deriv, deriv, out=value)
+    deriv *= 2
+
+
+def _gelu_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    # σ = zΦ(z), σ' = Φ(z) + zφ(z)
+    ndtr(z, out=value)
+    np.multiply(z, z, out=deriv)
+    deriv *= -0.5
+    np.exp(deriv, out=deriv)
+    deriv *= _INV_SQRT_2PI
+    deriv *= z
+    deriv += value
+    value *= z
+
+
+def _gelu_tanh_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    # th = tanh(c(z + k z³)); σ = ½z(1 + th), σ' = ½(1 + th) + ½z(1 − th²)·c(1 + 3k z²)
+    c, k = _SQRT_2_OVER_PI, _GELU_TANH_C
+    np.multiply(z, z, out=deriv)
+    np.multiply(deriv, k, out=value)
+    value += 1
+    value *= z
+    value *= c
+    np.tanh(value, out=value)
+    deriv *= 3 * k
+    deriv += 1
+    deriv *= c
+    deriv *= z
+    deriv *= 0.5
+    deriv *= 1 - value * value
+    value += 1
+    deriv += 0.5 * value
+    value *= z
+    value *= 0.5
+
+
+def _silu_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    # s = logistic(z); σ = z s, σ' = s(1 + z(1 − s))
+    expit(z, out=value)
+    np.subtract(1, value, out=deriv)
+    deriv *= z
+    deriv += 1
+    deriv *= value
+    value *= z
+
+
+def _tanh_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    np.tanh(z, out=value)
+    np.multiply(value, value, out=deriv)
+    np.subtract(1, deriv, out=deriv)
+
+
+def _sigmoid_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    expit(z, out=value)
+    np.subtract(1, value, out=deriv)
+    deriv *= value
+
+
+def _softplus_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    # σ = max(z, 0) + log1p(e^{−|z|}) (no overflow), σ' = logistic(z)
+    np.abs(z, out=value)
+    np.negative(value, out=value)
+    np.exp(value, out=value)
+    np.log1p(value, out=value)
+    value += np.maximum(z, 0)
+    expit(z, out=deriv)
+
+
+def _identity_unit(z: NDArray[Any], value: NDArray[Any], deriv: NDArray[Any]) -> None:
+    np.copyto(value, z)
+    deriv.fill(1)
+
+
+# --------------------------------------------------------------------------------------------
+# σ′ alone (``derivative``; ReLU′ at 0 taken as 0)
+
+
+def _d_relu(z: Array) -> Array:
+    return (z > 0).astype(np.float64)
+
+
+def _d_gelu(z: Array) -> Array:
+    out: Array = 0.5 * (1 + erf(z / np.sqrt(2.0))) + z * np.exp(-0.5 * z * z) / _SQRT2PI
+    return out
+
+
+def _d_gelu_tanh(z: Array) -> Array:
+    inner = _C * (z + 0.044715 * z**3)
+    t = np.tanh(inner)
+    out: Array = 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * _C * (1 + 3 * 0.044715 * z * z)
+    return out
+
+
+def _d_silu(z: Array) -> Array:
+    s = 0.5 * (1 + np.tanh(0.5 * z))
+    out: Array = s * (1 + z * (1 - s))
+    return out
+
+
+def _d_softplus(z: Array) -> Array:
+    out: Array = 0.5 * (1 + np.tanh(0.5 * z))
+    return out
+
+
+
 @dataclass(frozen=True)
 class Activation:
     """One catalog entry; ``fn`` is σ for ungated entries and the gate g for gated ones."""
@@ -110,6 +244,8 @@ class Activation:
     linear: bool = False
     necessary_direct: bool = False
     checker_name: str | None = None
+    unit: UnitFunction | None = None
+    derivative: Callable[[Array], Array] | None = None
 
     def __call__(self, z: Array) -> Array:
         return self.fn(z)
@@ -153,38 +289,45 @@ _BLOWUP_THEOREMS = ("odd_part", "index_set_sufficient", "bias_blowup", "index_se
 _ENTRIES = (
     Activation("relu", "homogeneous", relu, 1.0, None, None, True, _INDEX_SET_VERDICT,
                (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
-               necessary_direct=True, checker_name="relu"),
+               necessary_direct=True, checker_name="relu", unit=_relu_unit, derivative=_d_relu),
     Activation("gelu", "ungated", gelu, None, None, None, True, _INDEX_SET_VERDICT,
                (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
-               necessary_direct=True, checker_name="gelu"),
+               necessary_direct=True, checker_name="gelu", unit=_gelu_unit, derivative=_d_gelu),
     Activation("gelu_tanh", "ungated", gelu_tanh, None, None, None, True, _INDEX_SET_VERDICT,
-               _BLOWUP_THEOREMS, relu_at_infinity=True),
+               _BLOWUP_THEOREMS, relu_at_infinity=True, unit=_gelu_tanh_unit,
+               derivative=_d_gelu_tanh),
     Activation("silu", "ungated", silu, None, None, None, True, _INDEX_SET_VERDICT,
-               _BLOWUP_THEOREMS, relu_at_infinity=True),
+               _BLOWUP_THEOREMS, relu_at_infinity=True, unit=_silu_unit, derivative=_d_silu),
     Activation("relu2", "homogeneous", relu2, 2.0, None, None, False,
-               "never absorbable without biases (degree, k = 2)", ("degree", "depth_degree")),
+               "never absorbable without biases (degree, k = 2)", ("degree", "depth_degree"),
+               unit=_relu2_unit),
     Activation("tanh", "ungated", tanh, None, None, None, False, _BOUNDED_VERDICT,
-               ("bounded",), bound=1.0),
+               ("bounded",), bound=1.0, unit=_tanh_unit),
     Activation("sigmoid", "ungated", sigmoid, None, None, None, False, _BOUNDED_VERDICT,
-               ("bounded",), bound=1.0),
+               ("bounded",), bound=1.0, unit=_sigmoid_unit),
     Activation("identity", "homogeneous", identity, 1.0, None, None, False,
-               "linear block: absorbable iff rank(A + W_down W_up) <= n", (), linear=True),
+               "linear block: absorbable iff rank(A + W_down W_up) <= n", (), linear=True,
+               unit=_identity_unit),
     Activation("swiglu", "gated", silu, None, "silu", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
-               ("linearization", "depth_linearization")),
+               ("linearization", "depth_linearization"), unit=_silu_unit, derivative=_d_silu),
     Activation("geglu", "gated", gelu, None, "gelu", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
-               ("linearization", "depth_linearization")),
+               ("linearization", "depth_linearization"), unit=_gelu_unit, derivative=_d_gelu),
     Activation("geglu_tanh", "gated", gelu_tanh, None, "gelu_tanh", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
-               ("linearization", "depth_linearization")),
+               ("linearization", "depth_linearization"), unit=_gelu_tanh_unit,
+               derivative=_d_gelu_tanh),
     Activation("reglu", "gated", relu, 2.0, "relu", 0.0, False,
                "never absorbable without biases (degree, k = 2)",
-               ("degree", "linearization", "depth_degree")),
+               ("degree", "linearization", "depth_degree"), unit=_relu_unit,
+               derivative=_d_relu),
     Activation("glu", "gated", sigmoid, None, "sigmoid", 0.5, False,
-               "no theorem applies (g(0) = 1/2); numerical search only", ()),
+               "no theorem applies (g(0) = 1/2); numerical search only", (),
+               unit=_sigmoid_unit),
     Activation("softplus", "ungated", softplus, None, None, None, True, _INDEX_SET_VERDICT,
-               _BLOWUP_THEOREMS, relu_at_infinity=True),
+               _BLOWUP_THEOREMS, relu_at_infinity=True, unit=_softplus_unit,
+               derivative=_d_softplus),
 )
 
 CATALOG: Mapping[str, Activation] = MappingProxyType({a.name: a for a in _ENTRIES})

@@ -8,16 +8,15 @@
 * :mod:`absorb.search.evidence` — the small fit an ``undetermined`` verdict may carry, passed to
   the verdict by its caller;
 * :mod:`absorb.search.lm`, :mod:`absorb.search.adam`, :mod:`absorb.search.units` — the engines
-  and the activations with their derivatives.
+  and the catalog entry's value and derivative they call.
 """
 
 from absorb.search.adam import AdamFit
 from absorb.search.bounds import contradictions, degree_bound, linearization_bound, lower_bounds
 from absorb.search.fit import ENGINES, FROM_TARGET, SearchResult, fit_residual_free
-from absorb.search.units import DERIVATIVES, UnitFunction
+from absorb.search.units import UnitFunction
 
 __all__ = [
-    "DERIVATIVES",
     "ENGINES",
     "FROM_TARGET",
     "AdamFit",

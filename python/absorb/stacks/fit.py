@@ -11,13 +11,13 @@ that Jacobian.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erf
 from threadpoolctl import threadpool_limits
 
+from absorb.activations import CATALOG
 from absorb.blocks import Array, Block, stack_forward
 from absorb.budget import FLOAT_BYTES, Cost, require
 from absorb.errors import AbsorbError
@@ -27,32 +27,6 @@ FIT_SCALES = (1e-2, 1.0, 1e2)
 #: Defaults of a stack fit: training inputs per scale, and Levenberg–Marquardt steps.
 STACK_SAMPLES = 128
 STACK_STEPS = 200
-
-_SQRT2PI = np.sqrt(2.0 * np.pi)
-_C = np.sqrt(2.0 / np.pi)
-
-
-def _d_gelu_tanh(z: Array) -> Array:
-    inner = _C * (z + 0.044715 * z**3)
-    t = np.tanh(inner)
-    out: Array = 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * _C * (1 + 3 * 0.044715 * z * z)
-    return out
-
-
-def _d_silu(z: Array) -> Array:
-    s = 0.5 * (1 + np.tanh(0.5 * z))
-    out: Array = s * (1 + z * (1 - s))
-    return out
-
-
-#: σ' of the ungated activations a stack may use (ReLU' at 0 taken as 0).
-DERIVATIVES: dict[str, Callable[[Array], Array]] = {
-    "relu": lambda z: (z > 0).astype(np.float64),
-    "gelu": lambda z: 0.5 * (1 + erf(z / np.sqrt(2.0))) + z * np.exp(-0.5 * z * z) / _SQRT2PI,
-    "gelu_tanh": _d_gelu_tanh,
-    "silu": _d_silu,
-    "softplus": lambda z: 0.5 * (1 + np.tanh(0.5 * z)),
-}
 
 
 def _layers(blocks: Sequence[Block]) -> list[list[Array]]:
@@ -83,9 +57,11 @@ def unflatten(theta: Array, like: Sequence[Block], residual: bool) -> list[Block
 def stack_jacobian(blocks: Sequence[Block], X: Array) -> tuple[Array, Array]:
     """(R(X), J): outputs (m, d) and ∂vec R(X)/∂θ, shape (m·d, |θ|), θ = :func:`flatten`."""
     act = blocks[0].activation
-    if act.name not in DERIVATIVES:
-        raise AbsorbError(f"stack Jacobians support {', '.join(DERIVATIVES)} (got {act.name})")
-    deriv = DERIVATIVES[act.name]
+    if act.gated or act.derivative is None:
+        supported = ", ".join(a.name for a in CATALOG.values()
+                              if not a.gated and a.derivative is not None)
+        raise AbsorbError(f"stack Jacobians support {supported} (got {act.name})")
+    deriv = act.derivative
     ys, zs = [X], []
     for b in blocks:
         z = ys[-1] @ b.W_up.T + (0.0 if b.b_up is None else b.b_up)
