@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from absorb import exact
 from absorb.certificates.verify import check_index_set, parse_matrix
 from absorb.errors import AbsorbError
 from absorb.manifest import get_theorem
@@ -50,7 +51,6 @@ __all__ = [
     "exact_index_set",
     "exact_linear_absorption",
     "exact_linear_rank",
-    "exact_matrix_rank",
     "exact_stack",
     "exact_zero_skip",
 ]
@@ -116,33 +116,11 @@ def exact_index_set(W_up: Any, W_down: Any, S: Sequence[int], A: Any) -> ExactCh
                       f"values (|S| = {len(idx)})", S=idx, seal=_SEAL)
 
 
-def exact_matrix_rank(M: Any) -> int:
-    """Rank over ℚ of a rational matrix: scaled to integers by the lcm of its denominators, then
-    fraction-free (Bareiss) elimination in Python integers — exact, and without the gcds of
-    rational elimination."""
-    Q = parse_matrix(M)
-    D = math.lcm(1, *(q.denominator for q in Q.ravel()))
-    rows = [[q.numerator * (D // q.denominator) for q in row] for row in Q]
-    rank, prev = 0, 1
-    for col in range(len(rows[0]) if rows else 0):
-        piv = next((i for i in range(rank, len(rows)) if rows[i][col] != 0), None)
-        if piv is None:
-            continue
-        rows[rank], rows[piv] = rows[piv], rows[rank]
-        p = rows[rank][col]
-        for i in range(rank + 1, len(rows)):
-            f = rows[i][col]
-            rows[i] = [(p * a - f * b) // prev for a, b in zip(rows[i], rows[rank], strict=True)]
-        prev = p
-        rank += 1
-    return rank
-
-
 def exact_linear_rank(L: Any, n: int) -> int | None:
     """The rank over ℚ of L = A + W_down W_up (stored values) of a linear block when it can
     exceed n (d > n); None when d ≤ n makes it unnecessary (rank L ≤ d ≤ n)."""
     Lq = parse_matrix(L)  # a float is a dyadic rational: no rounding
-    return None if Lq.shape[0] <= n else exact_matrix_rank(Lq)
+    return None if Lq.shape[0] <= n else exact.rank(Lq)
 
 
 def exact_linear_absorption(L: Any, n: int, V_down: Any, V_up: Any) -> ExactCheck | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from absorb import certificates
+from absorb import certificates, exact
 from absorb.blocks import Block, ObjectArray
 from absorb.certificates import as_fractions, check_dual
 from absorb.certificates.rounding import (
@@ -50,7 +50,6 @@ from absorb.verdicts import (
     Undetermined,
     Verdict,
     exact_index_set,
-    exact_matrix_rank,
 )
 
 # 1 - |cos| below this counts as collinear for float weights (an angle of about 1.4e-5 rad).
@@ -402,7 +401,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, search: SearchEvide
             return undetermined(f"rank(A) > n was decided at float tolerance and the exact "
                                 f"rank of the {block.d}x{block.d} skip is beyond the budget",
                                 cert)
-        rank_a = exact_matrix_rank(np.eye(block.d, dtype=int) if A is None else A)
+        rank_a = exact.rank(np.eye(block.d, dtype=int) if A is None else A)
         if rank_a <= block.n:
             return undetermined(f"rank(A) = {rank_a} <= n = {block.n} exactly, although the "
                                 "float search found it larger", cert)
