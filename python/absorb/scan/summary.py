@@ -31,10 +31,9 @@ from absorb.verdicts import (
 MARKER = ".absorb-scan"
 FILES = ("inspect.json", "summary.html", "summary.png")
 # one colour per verdict, the same in the figure and the table
-COLOURS = {**dict(zip((k.kind for k in (Absorbed, AbsorbableUpToRounding, NotAbsorbed,
-                                         Impossible, Undetermined)),
-                      ("#1b9e77", "#66a61e", "#d95f02", "#7570b3", "#999999"), strict=True)),
-           "error": "#e7298a"}
+COLOURS = {Absorbed.kind: "#1b9e77", AbsorbableUpToRounding.kind: "#66a61e",
+           NotAbsorbed.kind: "#d95f02", Impossible.kind: "#7570b3",
+           Undetermined.kind: "#999999", "error": "#e7298a"}
 
 
 def check_out(folder: str | Path) -> Path:
