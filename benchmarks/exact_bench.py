@@ -32,7 +32,7 @@ import numpy as np
 
 from absorb.certificates import find_index_set, plan_search, relaxation_cost
 from absorb.certificates.enumeration import exact_meet_in_the_middle, meet_in_the_middle
-from absorb.certificates.search import plan_exact_search
+from absorb.certificates.index_set_search import plan_exact_search
 from absorb.checkpoints import matmul_rate
 from absorb.exact import as_fractions, integers, product_equals
 from tables import Table

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 
 from absorb.activations import get_activation
+from absorb.atomic_files import write_atomic
 from absorb.blocks import random_block
 from absorb.certificates import brute_force_index_set, find_index_set, relaxation
-from absorb.files import write_atomic
-from absorb.search import AdamFit
-from absorb.search.units import unit_function
+from absorb.fits import AdamFit
+from absorb.fits.units import unit_function
 from exact_bench import bench_exact  # section 7, exactness at float speed (exact_bench.py)
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)

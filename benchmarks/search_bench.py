@@ -29,7 +29,7 @@ import numpy as np
 from absorb.activations import get_activation
 from absorb.blocks import Block, planted_block, random_block
 from absorb.certificates import relaxation
-from absorb.search import fit_residual_free
+from absorb.fits import fit_residual_free
 from tables import Table
 
 TARGET = 1e-8
@@ -134,7 +134,7 @@ def bench_search(quick: bool) -> Any:
         "gives the wall time until the first restart that reached it (restarts continue "
         f"until then; budget {budget_lm:.0f} s LM, {budget_adam:.0f} s Adam)",
         "LM: variable projection + Levenberg–Marquardt on structured normal equations, with an "
-        "auxiliary-linear-term stage and unit-reflection local search (absorb.search.lm)",
+        "auxiliary-linear-term stage and unit-reflection local search (absorb.fits.lm)",
         "generic: Gaussian weights of the same size; r² > 0 certifies that no index set "
         "exists (n < d²); separation = generic floor ÷ best planted error",
         "load on a shared machine inflates wall times; run on an idle machine for speed claims",

@@ -300,7 +300,7 @@ def test_certificate_settles_stored_weights_when_the_tolerance_search_cannot_run
     assert res.relaxation.is_zero and res.relaxation.residual > 0
     assert res.status == "limit" and res.method == "plan" and res.dual is not None
     assert check_dual(block.W_up, block.W_down, res.dual.Y).valid
-    verdict = decide(block, rng=rng, search=False, tol=1e-2)  # the largest storage tolerance
+    verdict = decide(block, rng=rng, tol=1e-2)  # the largest storage tolerance
     assert verdict["storage"]["dtype"] == "float32"  # type: ignore[index]
     assert verdict["verdict"] == "not_absorbed"
     assert "not decided" in str(verdict["certificate"]["up_to_rounding"])  # type: ignore[index]

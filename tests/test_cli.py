@@ -14,7 +14,7 @@ from tests.conftest import REPO, CliResult, exact_planted_json, plant, run_subpr
 from absorb.activations import CATALOG
 from absorb.errors import AbsorbError
 from absorb.lean import find_lake
-from absorb.project import find_root
+from absorb.lean_project import find_root
 
 Cli = Callable[..., CliResult]
 

@@ -260,7 +260,7 @@ def test_benchmarks_never_write_the_committed_results_unless_asked(tmp_path: Pat
 
 
 def test_write_atomic_replaces_whole_files_and_leaves_no_temporaries(tmp_path: Path) -> None:
-    from absorb.files import write_atomic
+    from absorb.atomic_files import write_atomic
 
     target = tmp_path / "out.json"
     target.write_text("old")
@@ -272,7 +272,7 @@ def test_write_atomic_replaces_whole_files_and_leaves_no_temporaries(tmp_path: P
 
 
 def test_ctrl_c_during_a_group_of_renames_waits_for_the_group(tmp_path: Path) -> None:
-    from absorb.files import interrupts_deferred, write_atomic
+    from absorb.atomic_files import interrupts_deferred, write_atomic
 
     names = [f"f{k}" for k in range(5)]
     with pytest.raises(KeyboardInterrupt), interrupts_deferred():

@@ -58,9 +58,9 @@ def test_verdicts_match_numpy(case: str, rng: np.random.Generator) -> None:
         block, _ = plant("relu", 3, 12, 4, rng)
     else:
         block = random_block(get_activation("gelu"), 6, 30, rng, biases=case.endswith("biases"))
-    want = decide(block, rng=np.random.default_rng(1), search=False)
+    want = decide(block, rng=np.random.default_rng(1))
     with using_device("cpu-torch"):
-        got = decide(block, rng=np.random.default_rng(1), search=False)
+        got = decide(block, rng=np.random.default_rng(1))
     assert got["verdict"] == want["verdict"]
     cw, cg = want.get("certificate") or {}, got.get("certificate") or {}
     assert isinstance(cw, dict) and isinstance(cg, dict)

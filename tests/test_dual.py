@@ -28,8 +28,8 @@ from absorb.certificates import (
     plan_search,
     relaxation_cost,
 )
+from absorb.certificates import index_set_search as search_module
 from absorb.certificates import real_relaxation as relaxation_module
-from absorb.certificates import search as search_module
 from absorb.theory import decide
 
 REPO = Path(__file__).resolve().parents[1]
@@ -226,7 +226,7 @@ def test_exact_search_near_n46_reports_its_need_instead_of_memory_error(
 def test_biased_generic_is_not_absorbed_with_its_chain(name: str) -> None:
     rng = np.random.default_rng(8)
     block = random_block(get_activation(name), 3, 7, rng, biases=True)
-    r = decide(block, rng=rng, search=False)
+    r = decide(block, rng=rng)
     assert r["verdict"] == "not_absorbed"
     assert r["chain"] == ["bias_blowup", "index_set_necessary", "relaxation_certificate"]
     dual = r["certificate"]["dual"]  # type: ignore[index]
@@ -238,15 +238,14 @@ def test_biased_generic_is_not_absorbed_with_its_chain(name: str) -> None:
 
 def test_bias_free_gelu_needs_no_blowup() -> None:
     rng = np.random.default_rng(9)
-    r = decide(random_block(get_activation("gelu"), 3, 5, rng), rng=rng, search=False)
+    r = decide(random_block(get_activation("gelu"), 3, 5, rng), rng=rng)
     assert r["verdict"] == "not_absorbed"
     assert r["chain"] == ["index_set_necessary", "relaxation_certificate"]
 
 
 def test_n_below_d_is_decided_by_rank() -> None:
     rng = np.random.default_rng(10)
-    r = decide(random_block(get_activation("relu"), 5, 3, rng, biases=True), rng=rng,
-               search=False)
+    r = decide(random_block(get_activation("relu"), 5, 3, rng, biases=True), rng=rng)
     assert r["verdict"] == "not_absorbed" and r["certificate"]["method"] == "rank"  # type: ignore[index]
 
 
@@ -254,7 +253,7 @@ def test_planted_biased_is_absorbable_up_to_rounding() -> None:
     # planted through a float pseudo-inverse: the index set holds only up to float64 rounding
     rng = np.random.default_rng(11)
     block, _ = plant("silu", 3, 8, 4, rng, biases=True)
-    r = decide(block, rng=rng, search=False)
+    r = decide(block, rng=rng)
     assert r["verdict"] == "absorbable_up_to_rounding"
     assert r["corrected_construction_check"]["max_relative_error"] < 1e-9  # type: ignore[index]
 
@@ -266,7 +265,7 @@ def test_low_precision_planted_is_absorbable_up_to_rounding(dtype: type) -> None
     stored = Block(block.activation, block.W_up.astype(dtype).astype(float),
                    block.W_down.astype(dtype).astype(float), b_up=block.b_up,
                    b_down=block.b_down)
-    r = decide(stored, rng=rng, search=False)
+    r = decide(stored, rng=rng)
     assert r["verdict"] == "absorbable_up_to_rounding"
     rnd = r["rounding"]
     assert isinstance(rnd, dict) and rnd["within_rounding_bound"]
@@ -283,7 +282,7 @@ def test_low_precision_planted_is_absorbable_up_to_rounding(dtype: type) -> None
     generic = random_block(get_activation("gelu"), 4, 10, rng, biases=True)
     g32 = Block(generic.activation, generic.W_up.astype(np.float32).astype(float),
                 generic.W_down.astype(np.float32).astype(float), b_up=generic.b_up)
-    rg = decide(g32, rng=rng, search=False)
+    rg = decide(g32, rng=rng)
     assert rg["verdict"] == "not_absorbed" and rg["certificate"]["distance"] > 0.1  # type: ignore[index]
 
 
@@ -294,7 +293,7 @@ def test_exact_input_gives_the_absorbing_block_in_rationals(
     data, _ = exact_planted_json(3, 8, rng)
     data["b_up"] = ["1/3"] * 8
     block = load_block(write_json(data), get_activation("relu"))
-    r = decide(block, rng=rng, search=False)
+    r = decide(block, rng=rng)
     assert r["verdict"] == "absorbed" and r["condition_exact"] is True
     h = r["absorbing_block"]
     assert isinstance(h, dict) and all(isinstance(v, Fraction) for v in h["W_up"].ravel())
@@ -411,11 +410,11 @@ def test_bfloat16_generic_and_planted() -> None:
     rng = np.random.default_rng(15)
     g = random_block(get_activation("gelu"), 32, 128, rng, biases=True)
     generic = Block(g.activation, _bf16(g.W_up), _bf16(g.W_down), b_up=g.b_up)
-    r = decide(generic, rng=rng, search=False)
+    r = decide(generic, rng=rng)
     assert r["storage"]["dtype"] == "bfloat16" and r["verdict"] == "not_absorbed"  # type: ignore[index]
     p, _ = plant("gelu", 16, 64, 20, rng, biases=True)
     planted = Block(p.activation, _bf16(p.W_up), _bf16(p.W_down), b_up=p.b_up)
-    rp = decide(planted, rng=rng, search=False)
+    rp = decide(planted, rng=rng)
     assert rp["verdict"] == "absorbable_up_to_rounding"
     assert rp["rounding"]["within_rounding_bound"]  # type: ignore[index]
 

@@ -21,9 +21,10 @@ PACKAGE = REPO / "python" / "absorb"
 #: that sit in it. The most specific name wins (``stacks.fit`` is a numerical fit, the rest
 #: of ``stacks`` sits with the checkpoints).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("absorb", "errors", "numbers", "exact", "activations", "blocks", "budget", "files",
-              "rationals", "marquardt", "weights", "manifest", "project", "serialize")),
-    ("certificates and fits", ("certificates", "search", "stacks.fit", "lean")),
+    ("core", ("absorb", "errors", "numbers", "exact", "activations", "blocks", "budget",
+              "atomic_files", "rationals", "marquardt", "weights", "manifest", "lean_project",
+              "serialize")),
+    ("certificates and fits", ("certificates", "fits", "stacks.fit", "lean")),
     ("verdicts", ("verdicts", "theory")),
     ("checkpoints, stacks, scan", ("checkpoints", "stacks", "scan")),
     ("experiments", ("experiments",)),
@@ -140,10 +141,10 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
     """The graph counts an import inside a function, and resolves relative imports."""
     source = tmp_path / "absorb" / "theory" / "x.py"
     source.parent.mkdir(parents=True)
-    source.write_text("def f():\n    from absorb.cli import main\n    from ..search import fit\n",
+    source.write_text("def f():\n    from absorb.cli import main\n    from ..fits import fit\n",
                       encoding="utf-8")
-    found = list(imports("absorb.theory.x", source, {"absorb.search.fit"}))
-    assert found == [("absorb.cli", 2), ("absorb.search.fit", 3)]
+    found = list(imports("absorb.theory.x", source, {"absorb.fits.fit"}))
+    assert found == [("absorb.cli", 2), ("absorb.fits.fit", 3)]
     assert layer_of("absorb.cli") > layer_of("absorb.theory.x")
 
 

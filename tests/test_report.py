@@ -24,8 +24,8 @@ from tests.conftest import REPO, CliResult
 from absorb import experiments, report, theory
 from absorb.errors import AbsorbError
 from absorb.experiments import scaling
+from absorb.lean_project import find_root
 from absorb.manifest import THEOREM_IDS, THEOREMS
-from absorb.project import find_root
 from absorb.report import build, figures, text
 from absorb.report import write as report_write
 

@@ -54,8 +54,8 @@ def _json(res: CliResult) -> dict[str, Any]:
     return out
 
 
-def _decide(blocks: list[Block], seed: int, search: bool = False) -> dict[str, Any]:
-    return dict(decide_stack(blocks, rng=np.random.default_rng(seed), search=search))
+def _decide(blocks: list[Block], seed: int, fit: bool = False) -> dict[str, Any]:
+    return dict(decide_stack(blocks, rng=np.random.default_rng(seed), fit=fit))
 
 
 def _one_line_error(res: CliResult) -> None:
@@ -250,7 +250,7 @@ def test_singular_pattern_gives_undetermined_naming_the_hypothesis(cli: Cli) -> 
 def test_wide_stack_is_undetermined_with_search_evidence() -> None:
     rng = np.random.default_rng(2)
     blocks = [random_block(RELU, 2, 4, rng) for _ in range(2)]
-    out = _decide(blocks, 9, search=True)
+    out = _decide(blocks, 9, fit=True)
     assert out["verdict"] == "undetermined"
     assert any("first hidden width n1 = 4 < 2d = 4" in h
                for h in out["unmet_hypotheses"])

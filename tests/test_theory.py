@@ -18,8 +18,8 @@ from absorb import certificates
 from absorb.activations import get_activation
 from absorb.blocks import Block, random_block
 from absorb.certificates import check_dual
+from absorb.fits.evidence import fit_evidence
 from absorb.manifest import get_theorem
-from absorb.search.evidence import fit_evidence
 from absorb.theory import (
     COLLINEAR_TOL,
     absorbing_block,
@@ -179,7 +179,7 @@ def test_planted_index_set_is_found_and_absorbs(name: str, rng: np.random.Genera
 def test_planted_with_biases_and_learnable_skip(rng: np.random.Generator) -> None:
     A = _dyadic_invertible(3, rng)
     block, _ = plant_dyadic("gelu", 3, 8, 4, rng, A=A, biases=True)
-    r = decide(block, rng=rng, search=False)
+    r = decide(block, rng=rng)
     assert r["verdict"] == "absorbed"
     hw = r["absorbing_block"]
     assert isinstance(hw, dict) and {"b_up", "b_down"} <= set(hw)
@@ -251,12 +251,12 @@ def _tamper_shapes(block: Block) -> list[tuple[str, Block]]:
 def test_unmet_necessary_hypotheses_give_undetermined(rng: np.random.Generator) -> None:
     base = random_block(get_activation("relu"), 3, 6, rng)
     for hypothesis, block in _tamper_shapes(base):
-        r = decide(block, rng=rng, search=False)
+        r = decide(block, rng=rng)
         assert r["verdict"] == "undetermined", hypothesis
         assert hypothesis in r["unmet_hypotheses"]  # type: ignore[operator]
         assert "certificate" in r and r["search"] is None
     # d = 1: every pair of rows is collinear, so the hypothesis fails (and says so)
-    one_dim = decide(random_block(get_activation("relu"), 1, 4, rng), rng=rng, search=False)
+    one_dim = decide(random_block(get_activation("relu"), 1, 4, rng), rng=rng)
     assert one_dim["verdict"] == "undetermined"
     assert "rows of W_up nonzero and pairwise non-collinear" in one_dim["unmet_hypotheses"]  # type: ignore[operator]
 
@@ -271,14 +271,14 @@ def test_size_limit_gives_undetermined(rng: np.random.Generator,
         return dataclasses.replace(real(*args, **kwargs), status="limit", S=None, dual=None)  # type: ignore[arg-type]
 
     monkeypatch.setattr(certificates, "find_index_set", limited)
-    r = decide(random_block(get_activation("relu"), 3, 16, rng), rng=rng, search=False)
+    r = decide(random_block(get_activation("relu"), 3, 16, rng), rng=rng)
     assert r["verdict"] == "undetermined" and "size limit" in str(r["reason"])
 
 
 @pytest.mark.parametrize(("name", "unmet"), [("glu", "g(0) = 0")])
 def test_outside_every_theorem_is_undetermined(name: str, unmet: str,
                                                rng: np.random.Generator) -> None:
-    r = decide(random_block(get_activation(name), 2, 3, rng), rng=rng, search=False)
+    r = decide(random_block(get_activation(name), 2, 3, rng), rng=rng)
     assert r["verdict"] == "undetermined" and r["theorem"] is None and r["lean"] == []
     assert unmet in r["unmet_hypotheses"][0]  # type: ignore[index]
 
@@ -286,14 +286,13 @@ def test_outside_every_theorem_is_undetermined(name: str, unmet: str,
 @pytest.mark.parametrize("name", ["relu2", "reglu", "swiglu", "geglu"])
 def test_biases_switch_off_degree_and_linearization(name: str,
                                                      rng: np.random.Generator) -> None:
-    r = decide(random_block(get_activation(name), 2, 3, rng, biases=True), rng=rng,
-               search=False)
+    r = decide(random_block(get_activation(name), 2, 3, rng, biases=True), rng=rng)
     assert r["verdict"] == "undetermined"
     assert "no biases" in r["unmet_hypotheses"][0]  # type: ignore[index]
 
 
 def test_undetermined_carries_search_evidence(rng: np.random.Generator) -> None:
-    r = decide(random_block(get_activation("glu"), 2, 3, rng), rng=rng, search=fit_evidence)
+    r = decide(random_block(get_activation("glu"), 2, 3, rng), rng=rng, evidence=fit_evidence)
     assert isinstance(r["search"], dict) and "relative_error" in r["search"]
 
 
@@ -335,7 +334,7 @@ def test_any_skip_matrix_is_decided_singular_included(rng: np.random.Generator) 
     assert invertible["verdict"] == "not_absorbed"
     singular = np.outer(rng.standard_normal(3), rng.standard_normal(3))
     block = random_block(act, 3, 6, rng, skip=singular)
-    r = decide(block, rng=rng, search=False)
+    r = decide(block, rng=rng)
     assert r["verdict"] == "not_absorbed" and r["chain"] == ["index_set_necessary",
                                                             "relaxation_certificate"]
     dual = r["certificate"]["dual"]  # type: ignore[index]
@@ -346,7 +345,7 @@ def test_any_skip_matrix_is_decided_singular_included(rng: np.random.Generator) 
     W_up, W_down = block.W_up.copy(), block.W_down.copy()
     W_up[0], W_down[:, 0] = v, -u
     planted = Block(act, W_up, W_down, A_skip=np.outer(u, v))
-    r1 = decide(planted, rng=rng, search=False)
+    r1 = decide(planted, rng=rng)
     assert r1["verdict"] == "absorbed" and 0 in r1["S"]  # type: ignore[operator]
     assert r1["max_relative_error"] < 1e-9  # type: ignore[operator]
 
@@ -394,7 +393,7 @@ def test_float64_near_set_is_up_to_rounding_never_absorbed(
     absorbable_up_to_rounding with the distance in unit roundoffs; when the search for a near
     set cannot run, the dual certificate still decides the stored values (not_absorbed), with
     "up to rounding" left open."""
-    from absorb.certificates import search as certificate_search
+    from absorb.certificates import index_set_search as certificate_search
 
     gen = np.random.default_rng(0)
     Wu, Wd = gen.standard_normal((6, 2)), gen.standard_normal((2, 6))
@@ -402,12 +401,12 @@ def test_float64_near_set_is_up_to_rounding_never_absorbed(
     Wd[:, [0, 1]] *= 1 + 1e-12 * gen.standard_normal((2, 2))  # within tolerance, not exact
     block = Block(get_activation("relu"), Wu, Wd)
     assert _oracle_index_sets(block) == []
-    r = decide(block, rng=gen, search=False)
+    r = decide(block, rng=gen)
     assert r["verdict"] == "absorbable_up_to_rounding" and r["condition_exact"] is False
     assert 0 < float(r["distance_in_unit_roundoffs"]) < 1e6  # type: ignore[arg-type]
     monkeypatch.setattr(certificate_search, "MILP_MAX_ENTRIES", 0)
     monkeypatch.setattr(certificate_search, "mitm_affordable", lambda plan: "blocked (test)")
-    r = decide(block, rng=gen, search=False)
+    r = decide(block, rng=gen)
     if r["certificate"]["dual"] is None:  # type: ignore[index]
         assert r["verdict"] == "undetermined" and "size limit" in str(r["reason"])
     else:

@@ -157,7 +157,7 @@ def test_every_kind_carries_its_fields(kind: str) -> None:
               "impossible": random_block(get_activation("tanh"), 3, 8, rng),
               "undetermined": random_block(get_activation("glu"), 3, 8, rng),
               "absorbed": Block(get_activation("relu"), np.eye(2), -np.eye(2))}
-    v = decide(blocks[kind], rng=rng, search=False)
+    v = decide(blocks[kind], rng=rng)
     assert v.kind == kind and v.exit_code == 0
     out = v.to_json()
     assert set(type(v).FIELDS) | set(v.COMMON) <= set(out)
@@ -181,14 +181,14 @@ def test_tiny_exact_skip_is_not_zero(write_json: Callable[..., Path]) -> None:
     block = load_block(path, get_activation("relu"))
     data = json.loads(path.read_text())
     assert oracle_index_sets(data["W_up"], data["W_down"], data["A_skip"]) == []
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     assert v.kind in ("not_absorbed", "undetermined")
 
 
 def test_homogeneous_block_with_a_tiny_exact_skip_is_impossible(
         write_json: Callable[..., Path]) -> None:
     block = load_block(_tiny_skip_json(write_json), get_activation("relu2"))
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     assert v.kind == "impossible" and v.theorem == "degree"
     # the witness's exact gap (2 − 4)·A x is nonzero, though floats would round it to 0
     gap = [Fraction(q) for q in v["witness"]["expected_gap_exact"]]  # type: ignore[index]
@@ -208,13 +208,13 @@ def _two_sets() -> tuple[Block, tuple[int, ...]]:
 def test_of_two_index_sets_the_exact_one_is_found() -> None:
     block, exact = _two_sets()
     assert oracle_index_sets(block.W_up, block.W_down, np.eye(2)) == [exact]
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     assert v.kind == "absorbed" and tuple(v["S"]) == exact  # type: ignore[arg-type]
 
 
 def test_of_two_index_sets_never_the_inexact_one_as_absorbed() -> None:
     block, exact = _two_sets()
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     assert v.kind in ("absorbed", "absorbable_up_to_rounding")
     if v.kind == "absorbed":
         assert tuple(v["S"]) == exact  # type: ignore[arg-type]
@@ -227,7 +227,7 @@ def test_linear_rank_is_exact_not_at_float_tolerance() -> None:
     block = Block(get_activation("identity"), np.zeros((1, 2)), np.zeros((2, 1)), A_skip=A)
     L = [[Fraction(v) for v in row] for row in A]
     assert oracle_rank(L) == 2 and np.linalg.matrix_rank(A) == 1
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     assert v.kind == "not_absorbed" and v["certificate"]["rank"] == 2  # type: ignore[index]
 
 
@@ -253,7 +253,7 @@ def test_bounded_activations_are_impossible_with_a_checkable_witness(name: str,
                                                                      biases: bool) -> None:
     rng = np.random.default_rng(5)
     block = random_block(get_activation(name), 3, 6, rng, biases=biases)
-    v = decide(block, rng=rng, search=False)
+    v = decide(block, rng=rng)
     assert v.kind == "impossible" and v.theorem == "bounded"
     w = v["witness"]
     assert isinstance(w, dict)
@@ -289,8 +289,7 @@ THEORY_VERDICTS = {
 def test_every_catalog_entry_gets_the_theory_verdict(name: str, biases: bool) -> None:
     rng = np.random.default_rng(2)
     d, n = (3, 2) if name == "identity" else (3, 8)  # identity: rank 3 > n = 2
-    v = decide(random_block(get_activation(name), d, n, rng, biases=biases), rng=rng,
-               search=False)
+    v = decide(random_block(get_activation(name), d, n, rng, biases=biases), rng=rng)
     assert v.kind == THEORY_VERDICTS[name, biases]
 
 
@@ -322,7 +321,7 @@ def test_export_refuses_what_the_checker_cannot_state(cli: Callable[..., CliResu
 def test_distance_is_a_lower_bound_over_every_index_set() -> None:
     rng = np.random.default_rng(9)
     block = random_block(get_activation("relu"), 2, 6, rng)
-    v = decide(block, rng=rng, search=False)
+    v = decide(block, rng=rng)
     cert = v["certificate"]
     assert isinstance(cert, dict) and cert["distance"] is not None
     Wu = [[Fraction(x) for x in row] for row in block.W_up]
@@ -357,7 +356,7 @@ def test_exact_search_finding_a_set_is_absorbed_when_floats_overflow() -> None:
     block = Block(get_activation("relu"), np.array([[big, 0.0], [0.0, big], [1.0, 1.0]]),
                   np.array([[-1 / big, 0.0, 0.3], [0.0, -1 / big, 0.2]]))
     assert oracle_index_sets(block.W_up, block.W_down, np.eye(2)) == [(0, 1)]
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     assert v.kind == "absorbed" and tuple(v["S"]) == (0, 1)  # type: ignore[arg-type]
 
 
@@ -369,10 +368,10 @@ def test_near_collinear_rows_are_decided_exactly() -> None:
     W_up = block.W_up.copy()
     W_up[5] = 2.0 * W_up[1]
     W_up[5, 0] = np.nextafter(W_up[5, 0], np.inf)  # one ulp: not a multiple of row 1
-    near = decide(Block(block.activation, W_up, block.W_down), rng=rng, search=False)
+    near = decide(Block(block.activation, W_up, block.W_down), rng=rng)
     assert near.kind == "not_absorbed"
     W_up[5] = 2.0 * W_up[1]  # exactly collinear (a power-of-two multiple is exact)
-    same = decide(Block(block.activation, W_up, block.W_down), rng=rng, search=False)
+    same = decide(Block(block.activation, W_up, block.W_down), rng=rng)
     assert same.kind == "undetermined"
     assert "rows of W_up nonzero and pairwise non-collinear" in same["unmet_hypotheses"]  # type: ignore[operator]
 
@@ -390,7 +389,7 @@ def test_float16_block_with_an_exact_set_beside_a_near_one_is_absorbed(seed: int
     W_down[:, :2] = (-np.linalg.inv(B)).astype(np.float16)
     exact = oracle_index_sets(W_up, W_down, np.eye(2))
     assert (2, 3) in exact and (0, 1) not in exact
-    v = decide(Block(get_activation("relu"), W_up, W_down), rng=rng, search=False)
+    v = decide(Block(get_activation("relu"), W_up, W_down), rng=rng)
     assert v.kind == "absorbed" and tuple(v["S"]) in exact  # type: ignore[arg-type]
 
 
@@ -420,7 +419,7 @@ def test_no_false_absorbed_and_no_false_not_absorbed(name: str, d: int, n: int, 
     b = (np.array(data.draw(st.lists(quarters, min_size=n, max_size=n))) if biases else None)
     block = Block(get_activation(name), W_up, W_down, b_up=b, A_skip=A if skip else None)
     sets = oracle_index_sets(W_up, W_down, A)
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     if v.kind == "absorbed":
         assert not np.any(A) or tuple(v["S"]) in sets  # type: ignore[arg-type]
     else:
@@ -453,7 +452,7 @@ def test_exact_input_agrees_with_the_oracle(d: int, n: int, planted: bool,
         path = Path(tmp) / "w.json"
         path.write_text(json.dumps({"W_up": W_up, "W_down": W_down}))
         block = load_block(path, get_activation("relu"))
-    v = decide(block, rng=np.random.default_rng(0), search=False)
+    v = decide(block, rng=np.random.default_rng(0))
     assert (v.kind == "absorbed") == bool(sets)
     if sets:
         assert tuple(v["S"]) in sets  # type: ignore[arg-type]

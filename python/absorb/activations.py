@@ -24,7 +24,7 @@ Each entry records the structural facts the verdict logic needs:
   for the σ whose bias-free and biased blocks the checker's theorems speak about;
 * ``unit`` — ``unit(z, value, deriv)`` writes f(z) into ``value`` and f′(z) into ``deriv``
   (dtype of z), f = σ (ungated) or the gate g (gated), sharing intermediates; the numerical fits
-  (:mod:`absorb.search`) call it. Writing into fixed buffers avoids a fresh m×w allocation (and
+  (:mod:`absorb.fits`) call it. Writing into fixed buffers avoids a fresh m×w allocation (and
   its page faults) per call, which otherwise costs as much as the matrix products. None: no
   derivative known, the fits refuse the activation;
 * ``derivative`` — f′ as a function returning a new array (σ′, or g′ for a gated entry), read

@@ -21,8 +21,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from absorb.atomic_files import write_atomic
 from absorb.errors import AbsorbError, ToolMissing
-from absorb.files import write_atomic
 from absorb.manifest import THEOREMS, Theorem
 
 #: The environment of each theorem ID: the paper's numbering decides lemma / proposition /

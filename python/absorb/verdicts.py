@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from absorb import exact
-from absorb.certificates.verify import check_index_set, parse_matrix
+from absorb.certificates.recheck import check_index_set, parse_matrix
 from absorb.errors import AbsorbError
 from absorb.manifest import get_theorem
 

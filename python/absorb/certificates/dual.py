@@ -12,7 +12,7 @@ Z = {Σ s_i K_i : s ∈ [0,1]ⁿ} (separating hyperplane). Two sources:
   least squares is blind (n ≥ d², r² = 0).
 
 Candidates are scaled to ‖Y‖_max = 1, rounded to a coarse dyadic grid 2⁻ᵏ (short exact
-rationals) and handed to the independent checker :func:`absorb.certificates.verify.check_dual`;
+rationals) and handed to the independent checker :func:`absorb.certificates.recheck.check_dual`;
 the first that passes is the certificate.
 """
 
@@ -27,9 +27,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from absorb.certificates._inputs import FloatArray, Weights, prepare
+from absorb.certificates.prepared import FloatArray, Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
-from absorb.certificates.verify import DualCheck, check_dual
+from absorb.certificates.recheck import DualCheck, check_dual
 from absorb.exact import json_float
 from absorb.rationals import RationalMatrix, rational_text
 

@@ -26,7 +26,7 @@ import scipy.linalg as sla
 
 from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates import devices
-from absorb.certificates._inputs import FloatArray, Weights, prepare, rref
+from absorb.certificates.prepared import FloatArray, Weights, prepare, rref
 from absorb.exact import json_float, safe_float
 
 __all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]

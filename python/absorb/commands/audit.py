@@ -11,7 +11,7 @@ from typing import Any
 from absorb.commands.options import add_root_option
 from absorb.commands.result import Result
 from absorb.errors import EXIT_FINDINGS
-from absorb.project import lean_root
+from absorb.lean_project import lean_root
 
 NAME = "audit"
 HELP = "static audit of the Lean library (no toolchain needed)"

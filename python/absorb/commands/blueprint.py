@@ -9,7 +9,7 @@ from typing import Any, cast
 from absorb.commands.options import timeout_type
 from absorb.commands.result import Result
 from absorb.errors import AbsorbError
-from absorb.project import lean_root
+from absorb.lean_project import lean_root
 
 NAME = "blueprint"
 HELP = "write the leanblueprint of the formalization, generated from the manifest"

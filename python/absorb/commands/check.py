@@ -62,12 +62,12 @@ def check_stack(args: argparse.Namespace) -> Outcome:
                           "checker's format holds one block (nothing written)")
     no_sizes_with_weights(args)
     blocks = load_stack(args.weights, get_activation(args.activation))
-    return decide_stack(blocks, rng=np.random.default_rng(args.seed), search=not args.no_search)
+    return decide_stack(blocks, rng=np.random.default_rng(args.seed), fit=not args.no_search)
 
 
 def run(args: argparse.Namespace) -> Outcome:
     from absorb.commands import export
-    from absorb.search.evidence import fit_evidence
+    from absorb.fits.evidence import fit_evidence
     from absorb.stacks import is_stack_file
     from absorb.theory import decide, given_certificate
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> Outcome:
     block, keys = block_from_options(args)
     _require_decidable(block)
     verdict = decide(block, rng=np.random.default_rng(args.seed),
-                     search=None if args.no_search else fit_evidence, tol=args.tol,
+                     evidence=None if args.no_search else fit_evidence, tol=args.tol,
                      candidate=None if keys is None else keys.S)
     result = verdict.to_json()
     lines = verdict.text_lines()

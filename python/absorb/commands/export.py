@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from absorb.atomic_files import write_atomic
 from absorb.blocks import Block
 from absorb.errors import AbsorbError
-from absorb.files import write_atomic
 from absorb.rationals import RationalMatrix, rational_text
 from absorb.theory.common import stored_biases, stored_weights
 from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict

@@ -10,11 +10,11 @@ import argparse
 from pathlib import Path
 from typing import cast
 
+from absorb.atomic_files import ensure_writable_folder
 from absorb.commands.options import seed_type
 from absorb.commands.result import Result
 from absorb.errors import EXIT_INTERNAL, AbsorbError
-from absorb.files import ensure_writable_folder
-from absorb.project import lean_root
+from absorb.lean_project import lean_root
 
 NAME = "report"
 HELP = "write the cross-validation report"

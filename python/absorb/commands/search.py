@@ -22,7 +22,7 @@ from absorb.commands.options import (
 )
 from absorb.commands.result import Result
 from absorb.errors import AbsorbError
-from absorb.search.fit import DEFAULT_STEPS, SearchResult, default_samples, fit_residual_free
+from absorb.fits.fit import DEFAULT_STEPS, FitResult, default_samples, fit_residual_free
 from absorb.theory import applicable_theorems, decide, stored_weights
 from absorb.verdicts import Absorbed, Impossible, NotAbsorbed, exact_zero_skip
 
@@ -55,7 +55,7 @@ def prediction(block: Block, width: int) -> dict[str, object]:
                 "text": f"width {width} is not n = {n}"
                         + (f" nor >= n + 2d = {n + 2 * d}" if how.path == "index_set" else "")
                         + ": no theorem speaks about it; no prediction"}
-    verdict = decide(block, rng=np.random.default_rng(0), search=False)
+    verdict = decide(block, rng=np.random.default_rng(0))
     expect = ("zero" if isinstance(verdict, Absorbed)
               else "floor" if isinstance(verdict, NotAbsorbed | Impossible) else "unknown")
     return {"expect": expect, "theorem": verdict.theorem, "verdict": verdict.kind,
@@ -76,7 +76,7 @@ def _control_target(block: Block, rng: np.random.Generator) -> tuple[Block, str]
                   residual=False), "residual-free block of the same kind (A = 0)")
 
 
-def _verdict(pred: dict[str, object], res: SearchResult, control: SearchResult | None
+def _verdict(pred: dict[str, object], res: FitResult, control: FitResult | None
              ) -> str:
     best = res.worst
     if res.contradictions:
@@ -170,7 +170,7 @@ def fit_and_explain(
     """
     width = width_of(block, width_factor)
     rng = np.random.default_rng(seed)
-    def fit(target: Block, generator: np.random.Generator, from_target: bool) -> SearchResult:
+    def fit(target: Block, generator: np.random.Generator, from_target: bool) -> FitResult:
         return fit_residual_free(target, width=width, restarts=restarts, steps=steps,
                                  samples=samples, engine=engine, progress=progress,
                                  rng=generator, init_from_target=from_target,
@@ -179,7 +179,7 @@ def fit_and_explain(
     res = fit(block, rng, init_from_target)
     pred = prediction(block, width)
     ctrl_json: dict[str, object] | None = None
-    ctrl: SearchResult | None = None
+    ctrl: FitResult | None = None
     if control:
         ctrl_rng = np.random.default_rng([seed, 1])
         target, kind = _control_target(block, ctrl_rng)

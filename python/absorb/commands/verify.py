@@ -14,7 +14,7 @@ from absorb.commands.audit import status_result
 from absorb.commands.options import add_root_option, timeout_type
 from absorb.commands.result import Result
 from absorb.errors import AbsorbError
-from absorb.project import lean_root
+from absorb.lean_project import lean_root
 
 NAME = "verify"
 HELP = "build the Lean library and audit its axioms (needs lake)"

@@ -14,7 +14,7 @@ from absorb.activations import get_activation
 from absorb.blocks import Block, random_block
 
 if TYPE_CHECKING:
-    from absorb.search import SearchResult
+    from absorb.fits import FitResult
 
 Array = NDArray[np.float64]
 
@@ -27,7 +27,7 @@ AWAY_TOL = 1e-3
 TS: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 #: Budget of the numerical fits (kept small: the report must run in minutes): restarts, LM
 #: steps per stage, training samples per scale, and single-unit re-draw moves per restart
-#: (:meth:`absorb.search.lm.VarPro.redraw_search`; 2n at the controls' width n = 3: they raise
+#: (:meth:`absorb.fits.lm.VarPro.redraw_search`; 2n at the controls' width n = 3: they raise
 #: the per-restart recovery of in-class ReGLU targets from 0.14 to 0.65, so 8 such restarts
 #: find what 32 plain ones missed). The same number at every width, so the wider fits of the
 #: negative results get the moves their control was measured with.
@@ -179,13 +179,13 @@ def decade(x: float, floor: float = 1e-16) -> float:
 
 
 def budget_fit(target: Block, width: int, rng: np.random.Generator, *, every_restart: bool = False
-               ) -> SearchResult:
+               ) -> FitResult:
     """The residual-free fit of the degree experiments: one budget (FIT_*) for the negative
     result and its positive control, so the control exercises exactly the negative result's
     code path and effort. ``every_restart`` runs all restarts even after an exact one (a
     positive control does, so that "recovered in k of m restarts" is a per-restart rate; the
     negative results run them all anyway, since none of their restarts gets below FIT_STOP)."""
-    from absorb.search import fit_residual_free
+    from absorb.fits import fit_residual_free
 
     return fit_residual_free(target, width=width, scales=FIT_SCALES, rng=rng,
                              restarts=FIT_RESTARTS, steps=FIT_STEPS, samples=FIT_SAMPLES,

@@ -23,7 +23,7 @@ def bounded_unbounded_ray(rng: np.random.Generator) -> ExperimentResult:
     for act in (a for a in CATALOG.values() if a.bound is not None):
         for biases in (False, True):
             block = random_block(act, 3, 8, rng, biases=biases)
-            v = decide(block, rng=rng, search=False)
+            v = decide(block, rng=rng)
             w = v.to_json()["witness"]
             assert isinstance(w, dict)
             C = float(Fraction(str(w["residual_free_bound"])))

@@ -100,7 +100,7 @@ def deep_narrow_certified(rng: np.random.Generator) -> ExperimentResult:
             b = random_block(get_activation(name), d, n, rng, biases=biases)
             blocks.append(Block(b.activation, scale * b.W_up, b.W_down, b_up=b.b_up,
                                 b_down=b.b_down))
-        res = decide_stack(blocks, rng=rng, search=False)
+        res = decide_stack(blocks, rng=rng, fit=False)
         layers: list[dict[str, Any]] = res.get("layers", [])  # type: ignore[assignment]
         bounds = [_det_lower_bound(lay.get("determinants", {}), d) for lay in layers]
         for ell, (method, value) in enumerate(bounds):
@@ -158,7 +158,7 @@ def deep_narrow_control_planted(rng: np.random.Generator) -> ExperimentResult:
     rows: list[dict[str, object]] = []
     for d, n, L in ((2, 3, 2), (3, 5, 2), (3, 4, 3)):
         blocks = planted_narrow_stack(d, n, L, rng)
-        res = decide_stack(blocks, rng=rng, search=False)
+        res = decide_stack(blocks, rng=rng, fit=False)
         checks = [check_determinants(b, ell) for ell, b in enumerate(blocks)]
         exact_check: dict[str, Any] = res.get("exact_check", {})  # type: ignore[assignment]
         rows.append({"d": d, "n": n, "L": L, "verdict": res["verdict"],
@@ -181,7 +181,7 @@ def deep_narrow_control_planted(rng: np.random.Generator) -> ExperimentResult:
 def deep_image_cone_example(rng: np.random.Generator) -> ExperimentResult:
     """The d = 2, n = 4 image-cone stack: block 2 has no index set, the stack is absorbed."""
     blocks = image_cone_stack()
-    res = decide_stack(blocks, rng=rng, search=False)
+    res = decide_stack(blocks, rng=rng, fit=False)
     layers: list[dict[str, Any]] = res["layers"]  # type: ignore[assignment]
     exact_check: dict[str, Any] = res["exact_check"]  # type: ignore[assignment]
     rows: list[dict[str, object]] = [

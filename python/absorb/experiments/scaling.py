@@ -50,8 +50,8 @@ def reduction_decisions_agree(rng: np.random.Generator) -> ExperimentResult:
                      A_skip=A)
         X = _points(rng, d)
         pointwise = _rel(full(X), reduced(X) @ A.T)
-        v_full = theory.decide(full, rng=rng, search=False)["verdict"]
-        v_red = theory.decide(reduced, rng=rng, search=False)["verdict"]
+        v_full = theory.decide(full, rng=rng)["verdict"]
+        v_red = theory.decide(reduced, rng=rng)["verdict"]
         rows.append({"activation": name, "planted S": planted, "verdict (A skip)": v_full,
                      "verdict (reduced)": v_red, "f_A − A·f_red (rel.)": pointwise,
                      "agree": v_full == v_red and pointwise < EXACT_TOL})

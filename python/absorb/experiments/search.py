@@ -1,6 +1,6 @@
 """Experiments of the counterexample search: planted vs generic blocks, and deep stacks (open).
 
-Both use :mod:`absorb.search` with random starts only (independent of the theory); their
+Both use :mod:`absorb.fits` with random starts only (independent of the theory); their
 positive controls are planted blocks fitted by the same code in the same run.
 """
 
@@ -22,7 +22,7 @@ from absorb.experiments.base import (
     decade,
     recovered,
 )
-from absorb.search import fit_residual_free
+from absorb.fits import fit_residual_free
 from absorb.stacks.fit import fit_stack, layerwise_start
 
 #: Separation (generic floor ÷ planted error) that "agrees" asks for, as issue 8 sets it.
@@ -33,7 +33,7 @@ SCALES = (0.01, 1.0, 100.0)
 
 
 #: Single-unit re-draw moves per restart and unit of the same-width search
-#: (:meth:`absorb.search.lm.VarPro.redraw_search`).
+#: (:meth:`absorb.fits.lm.VarPro.redraw_search`).
 REDRAWS_PER_UNIT = 2
 
 

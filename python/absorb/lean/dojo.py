@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from absorb.atomic_files import interrupts_deferred, write_atomic
 from absorb.errors import AbsorbError, ToolMissing
-from absorb.files import interrupts_deferred, write_atomic
 from absorb.lean.audit import audit
 from absorb.lean.source import scan_lean
 from absorb.lean.toolchain import INSTALL_HINT, find_lake, run_process

@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from absorb.atomic_files import interrupts_deferred
 from absorb.errors import AbsorbError
-from absorb.files import interrupts_deferred
 from absorb.report import figures
 from absorb.report.build import build_report, jsonable
 from absorb.report.render_html import render_html
@@ -49,7 +49,7 @@ def write_report(
     """Run the Lean side and every experiment and write the report into ``out``.
 
     ``root`` is the Lean tree to read (None: none; the CLI resolves the default with
-    :func:`absorb.project.find_root`, the same rule as ``absorb audit``).  Returns the report
+    :func:`absorb.lean_project.find_root`, the same rule as ``absorb audit``).  Returns the report
     JSON (as in ``report.json``) with ``out`` and ``files``; ``errored`` names the experiments
     that crashed (the report is written all the same, with those marked).
     """

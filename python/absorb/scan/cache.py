@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from absorb import __version__
+from absorb.atomic_files import write_atomic
 from absorb.errors import AbsorbError
-from absorb.files import write_atomic
 from absorb.rationals import RationalMatrix
 from absorb.scan.tasks import LayerTask, Outcome
 from absorb.serialize import plain

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from absorb.atomic_files import interrupts_deferred, write_atomic
 from absorb.errors import AbsorbError
-from absorb.files import interrupts_deferred, write_atomic
 from absorb.verdicts import (
     AbsorbableUpToRounding,
     Absorbed,

@@ -57,7 +57,7 @@ class Outcome:
 def run_task(task: LayerTask) -> Outcome:
     """Read the layer's tensors (checking their digest) and ``decide`` it."""
     from absorb.certificates.devices import using_device
-    from absorb.search.evidence import fit_evidence
+    from absorb.fits.evidence import fit_evidence
     from absorb.theory import decide
 
     path = Path(task.path)
@@ -74,6 +74,6 @@ def run_task(task: LayerTask) -> Outcome:
         except AbsorbError as exc:
             raise AbsorbError(f"layer {task.label}: {exc}") from None
         with using_device(task.device):
-            verdict = decide(block, rng=task.rng(), search=fit_evidence if task.search else None,
+            verdict = decide(block, rng=task.rng(), evidence=fit_evidence if task.search else None,
                              tol=task.tol).to_json()
     return Outcome(verdict, time.perf_counter() - t0)

@@ -180,7 +180,7 @@ def stack_subject(blocks: Sequence[Block]) -> Subject:
 
 
 def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
-                 search: bool = True) -> Verdict:
+                 fit: bool = True) -> Verdict:
     """The verdict on a stack (see the module docstring)."""
     if not blocks:
         raise AbsorbError("a stack needs at least one layer")
@@ -212,7 +212,7 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
     unmet.insert(0, "every layer matched exactly by an index set or the image-cone "
                     f"construction (not found for layers {missing})")
     out: dict[str, Any] = {"layers": details}
-    if search:
+    if fit:
         from absorb.stacks.fit import fit_stack
 
         try:

@@ -179,13 +179,13 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
 def layerwise_start(target: Sequence[Block], rng: np.random.Generator) -> tuple[str, Array]:
     """A labelled start for :func:`fit_stack` built from the target's *functions*, not its
     weights: each block fitted alone by the single-block search (random starts, unit
-    reflections and re-draws, :func:`absorb.search.fit_residual_free`), then stacked. When every
+    reflections and re-draws, :func:`absorb.fits.fit_residual_free`), then stacked. When every
     block is absorbable on its own the stack of the fits already equals the target, so a
     planted control never depends on a lucky joint start. 1024 samples per scale: a ReLU
     unit's hyperplane is pinned down only by samples on both sides of it nearby, and a block
     fitted exactly on 256 samples per scale was measured off by 1e-5 on held-out points (a thin
     wedge between two near-parallel hyperplanes that no training sample hit)."""
-    from absorb.search import fit_residual_free
+    from absorb.fits import fit_residual_free
 
     fits = [fit_residual_free(b, restarts=2, steps=100, samples=1024, redraws=2 * b.n, rng=rng,
                               stop_below=1e-12).block for b in target]

@@ -37,10 +37,9 @@ from absorb.theory.applicable import (
 from absorb.theory.common import (
     SCOPE,
     Evidence,
-    SearchEvidence,
     absorbing_block,
+    attached_evidence,
     check_construction,
-    evidence,
     float_view_finite,
     float_witness_missing,
     stored_block_json,
@@ -79,7 +78,6 @@ __all__ = [
     "SCOPE",
     "Applicable",
     "Evidence",
-    "SearchEvidence",
     "Storage",
     "absorbing_block",
     "applicable_stack_theorems",
@@ -98,15 +96,15 @@ __all__ = [
 ]
 
 
-def decide(block: Block, *, rng: np.random.Generator, search: SearchEvidence = None,
+def decide(block: Block, *, rng: np.random.Generator, evidence: Evidence | None = None,
            tol: float | None = None, candidate: Sequence[int] | None = None) -> Verdict:
     """The verdict on one skip block (see the module docstring).
 
     ``tol`` overrides the storage tolerance (default: the unit roundoff of the detected
     storage format; FLOAT64_TOL for float64): it can make a failure ``absorbable up to
-    rounding``, never ``absorbed``. ``candidate`` is an index set to check first. ``search``
+    rounding``, never ``absorbed``. ``candidate`` is an index set to check first. ``evidence``
     is the numerical evidence an ``undetermined`` verdict carries (e.g.
-    ``absorb.search.evidence.fit_evidence``); the verdict never runs a fit of its own.
+    ``absorb.fits.evidence.fit_evidence``); the verdict never runs a fit of its own.
     """
     check_tol(tol)
     if not block.residual:
@@ -124,7 +122,7 @@ def decide(block: Block, *, rng: np.random.Generator, search: SearchEvidence = N
     if how.path == "linear":
         return decide_linear(block, rng, subj)
     if how.path == "index_set":
-        return decide_index_set(block, rng, search, subj, tol, candidate)
+        return decide_index_set(block, rng, evidence, subj, tol, candidate)
     if how.path == "impossible":
         assert how.theorem is not None  # an impossibility path names its theorem
         if how.theorem != "bounded" and not float_view_finite(block):
@@ -142,4 +140,4 @@ def decide(block: Block, *, rng: np.random.Generator, search: SearchEvidence = N
         return Impossible(subject=subj, chain=(how.theorem,), witness=witness,
                           reason=f"{block.activation.name}: {how.reason}")
     return Undetermined(subject=subj, reason=how.reason, unmet_hypotheses=how.unmet,
-                        details={"search": evidence(block, rng, search)})
+                        details={"search": attached_evidence(block, rng, evidence)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -19,10 +19,8 @@ CHECK_POINTS = 256
 SCOPE = ("the verdict is about the abstract block A x + MLP(x), as in the paper; a real "
          "transformer layer also holds a LayerNorm, which this question leaves aside")
 #: Numerical evidence for an ``undetermined`` verdict, given by the caller (the verdicts never
-#: run a fit themselves): ``absorb.search.evidence.fit_evidence``, or a test's stand-in.
+#: run a fit themselves): ``absorb.fits.evidence.fit_evidence``, or a test's stand-in.
 Evidence = Callable[[Block, np.random.Generator], dict[str, object]]
-#: What ``decide(search=...)`` accepts: the evidence to attach, or None / False for none.
-SearchEvidence = Evidence | None | Literal[False]
 
 
 def subject(block: Block) -> Subject:
@@ -112,13 +110,13 @@ def weights_json(h: Block) -> dict[str, object]:
     return out
 
 
-def evidence(block: Block, rng: np.random.Generator, search: SearchEvidence
+def attached_evidence(block: Block, rng: np.random.Generator, evidence: Evidence | None
              ) -> dict[str, object] | None:
-    """The caller's evidence on ``block`` (``search(block, rng)``), None when none was asked;
+    """The caller's evidence on ``block`` (``evidence(block, rng)``), None when none was asked;
     not run on a block whose float view is not finite (a numerical fit of ±inf weights)."""
-    if search and not float_view_finite(block):
+    if evidence is not None and not float_view_finite(block):
         return {"note": f"not run: a numerical search needs float weights, and {BEYOND_FLOAT}"}
-    return search(block, rng) if search else None
+    return None if evidence is None else evidence(block, rng)
 
 
 def stored_biases(block: Block) -> tuple[Any, Any]:

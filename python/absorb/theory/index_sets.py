@@ -33,10 +33,10 @@ from absorb.errors import AbsorbError
 from absorb.rationals import rational_text
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.common import (
-    SearchEvidence,
+    Evidence,
     absorbing_block,
+    attached_evidence,
     check_construction,
-    evidence,
     exact_absorbing_weights,
     stored_weights,
     weights_json,
@@ -332,7 +332,7 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
 EXACT_RANK_MAX_D = 128
 
 
-def decide_index_set(block: Block, rng: np.random.Generator, search: SearchEvidence,
+def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence | None,
                      subject: Subject, tol: float | None,
                      candidate: Sequence[int] | None) -> Verdict:
     """The verdict of an odd-part-linear ungated block with A ≠ 0 (see the module docstring)."""
@@ -358,7 +358,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, search: SearchEvide
                      unmet: Sequence[str] = ()) -> Undetermined:
         return Undetermined(subject=subject, reason=reason, unmet_hypotheses=tuple(unmet),
                             details={**details, "certificate": cert,
-                                     "search": evidence(block, rng, search)})
+                                     "search": attached_evidence(block, rng, evidence)})
 
     if result.status == "found":
         assert result.S is not None  # "found" always carries S (certificates' contract)

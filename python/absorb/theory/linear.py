@@ -16,7 +16,7 @@ import numpy as np
 
 from absorb.blocks import Block
 from absorb.certificates import as_fractions
-from absorb.certificates._inputs import rref
+from absorb.certificates.prepared import rref
 from absorb.theory.common import check_construction, stored_biases, stored_weights
 from absorb.verdicts import (
     Absorbed,

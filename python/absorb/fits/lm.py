@@ -17,7 +17,7 @@ convergence is then quadratic. Columns of J for a parameter of unit i, as an (m,
 
 built for all units at once (one broadcast product) and projected with one pair of matrix
 products. ``aux_linear`` adds a free linear term L x to the output layer (extra columns √ω X of
-Hs): the fit of the *augmented* model is a continuation aid (see :mod:`absorb.search.fit`).
+Hs): the fit of the *augmented* model is a continuation aid (see :mod:`absorb.fits.fit`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from absorb.errors import AbsorbError
+from absorb.fits.units import Array, UnitFunction
 from absorb.marquardt import marquardt
-from absorb.search.units import Array, UnitFunction
 
 __all__ = ["MAX_JACOBIAN_BYTES", "Deadline", "VarPro"]
 

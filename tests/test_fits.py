@@ -1,4 +1,4 @@
-"""Numerical counterexample search (absorb.search): derivatives, both engines, exact recovery of
+"""Numerical counterexample search (absorb.fits): derivatives, both engines, exact recovery of
 planted blocks, floors of generic ones, lower bounds and contradictions, the CLI object."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from absorb.activations import CATALOG, get_activation
 from absorb.blocks import Block, planted_block, random_block
 from absorb.commands.search import fit_and_explain
 from absorb.errors import AbsorbError
-from absorb.search import (
+from absorb.fits import (
     FROM_TARGET,
     AdamFit,
     UnitFunction,
@@ -20,9 +20,9 @@ from absorb.search import (
     fit_residual_free,
     linearization_bound,
 )
-from absorb.search import fit as fit_module
-from absorb.search.bounds import pairs
-from absorb.search.lm import VarPro
+from absorb.fits import fit as fit_module
+from absorb.fits.bounds import pairs
+from absorb.fits.lm import VarPro
 
 
 def unit_of(name: str) -> UnitFunction:
@@ -179,7 +179,7 @@ def test_own_marquardt_and_scipy_least_squares_reach_the_same_zero() -> None:
 # the search: planted blocks found, generic blocks stall, controls
 
 
-def _worst(res: fit_module.SearchResult) -> float:
+def _worst(res: fit_module.FitResult) -> float:
     return max(res.relative_error.values())
 
 

@@ -11,7 +11,7 @@ live near 0 and far out, where an unnormalized loss would see nothing).
 Engines:
 
 * ``lm`` (default): variable projection + Levenberg–Marquardt with an analytic Jacobian
-  (:class:`absorb.search.lm.VarPro`). Each restart, from random fan-in-scale weights, runs
+  (:class:`absorb.fits.lm.VarPro`). Each restart, from random fan-in-scale weights, runs
   (1) LM on the model augmented with a free linear term L x (a continuation aid: the augmented
   model fits the nonlinear part without having to produce the linear part),
   (2) an iterated local search over unit reflections u_i → −u_i (gated units: the gate's
@@ -19,17 +19,17 @@ Engines:
   (3) LM on the true model,
   (4) with ``redraws`` > 0, an iterated local search over single units: one unit's inner
   weights re-drawn at random, the block re-fitted, the move kept when the cost drops
-  (:meth:`absorb.search.lm.VarPro.redraw_search`).
+  (:meth:`absorb.fits.lm.VarPro.redraw_search`).
   The restart with the smallest held-out error is polished (LM with 3× the iterations),
   the polish kept only when it lowers the training cost without raising the held-out error.
-* ``adam``: full-batch Adam with the output layer projected (:class:`absorb.search.adam.AdamFit`).
+* ``adam``: full-batch Adam with the output layer projected (:class:`absorb.fits.adam.AdamFit`).
 
 Independence: no start uses the target's weights, its index set or the sign-flip construction,
 unless ``init_from_target=True`` (one extra restart from the target's own inner weights,
 labelled "from-target (not independent)").
 
 The result carries held-out errors on pairs {x, 2x} per scale and, beside them, the lower
-bounds of :mod:`absorb.search.bounds`; a fit below a bound is flagged as a contradiction.
+bounds of :mod:`absorb.fits.bounds`; a fit below a bound is flagged as a contradiction.
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ from tqdm import tqdm
 
 from absorb.blocks import Block
 from absorb.errors import AbsorbError
-from absorb.search.adam import AdamFit
-from absorb.search.bounds import contradictions, lower_bounds, pairs
-from absorb.search.lm import VarPro
-from absorb.search.units import Array, unit_function
+from absorb.fits.adam import AdamFit
+from absorb.fits.bounds import contradictions, lower_bounds, pairs
+from absorb.fits.lm import VarPro
+from absorb.fits.units import Array, unit_function
 
-__all__ = ["ENGINES", "SearchResult", "fit_residual_free"]
+__all__ = ["ENGINES", "FitResult", "fit_residual_free"]
 
 ENGINES = ("lm", "adam")
 DEFAULT_STEPS = {"lm": 200, "adam": 1500}
@@ -60,7 +60,7 @@ FROM_TARGET = "from-target (not independent)"
 
 
 @dataclass(frozen=True)
-class SearchResult:
+class FitResult:
     """Held-out errors of the best restart per scale, every restart's, and the bounds."""
 
     width: int
@@ -302,7 +302,7 @@ def fit_residual_free(
     project: bool = True,
     stop_below: float | None = None,
     redraws: int = 0,
-) -> SearchResult:
+) -> FitResult:
     """Fit residual-free blocks of ``target``'s kind to ``target`` (see the module docstring).
 
     ``steps``: LM iterations per stage (``lm``) or Adam steps (``adam``) per restart;
@@ -328,7 +328,7 @@ def fit_residual_free(
 def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
          scales: tuple[float, ...], rng: np.random.Generator, engine: str, dtype: type,
          progress: bool, init_from_target: bool, time_budget: float | None, reflect: bool,
-         lr: float, project: bool, stop_below: float | None, redraws: int) -> SearchResult:
+         lr: float, project: bool, stop_below: float | None, redraws: int) -> FitResult:
     """The body of :func:`fit_residual_free`, arguments checked."""
     t0 = time.perf_counter()
     X = np.concatenate([s * rng.standard_normal((samples, target.d)) for s in scales])
@@ -380,7 +380,7 @@ def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
     h = as_block(target, best_params)
     fro, sup = held_out_errors(h, target, held)
     bounds = lower_bounds(target, h, held)
-    return SearchResult(
+    return FitResult(
         width=w, engine=engine, restarts=len(starts), steps=steps, samples=samples,
         scales=tuple(scales), relative_error=fro, sup_relative_error=sup,
         per_restart=per_restart, init_kinds=tuple(k for k, _ in starts[: len(per_restart)]),

@@ -26,7 +26,7 @@ decides it completely, in order of cost:
 
 Inputs are float arrays (decided with a stated tolerance; values outside the float-safe range
 are rebalanced by reciprocal powers of two where that suffices, else decided exactly,
-:func:`absorb.certificates._inputs.prepare`) or numpy object arrays
+:func:`absorb.certificates.prepared.prepare`) or numpy object arrays
 of `fractions.Fraction` (decided exactly). ``IndexSetSearch.exact`` says that the status holds
 exactly for the stored values: ``found`` with an S meeting the condition exactly, ``none``
 with no S doing so. No MemoryError escapes: a search that would not fit ends with status
@@ -45,7 +45,6 @@ import scipy.linalg as sla
 from numpy.typing import NDArray
 
 from absorb.budget import available_memory, human_bytes, human_seconds
-from absorb.certificates._inputs import FloatArray, Weights, prepare, rank
 from absorb.certificates.dual import (
     DualCertificate,
     certify,
@@ -61,13 +60,14 @@ from absorb.certificates.enumeration import (
     milp_binary,
     subset_sums,
 )
+from absorb.certificates.prepared import FloatArray, Weights, prepare, rank
 from absorb.certificates.real_relaxation import (
     Relaxation,
     exact_relaxation,
     float_relaxation,
     gram,
 )
-from absorb.certificates.verify import check_index_set
+from absorb.certificates.recheck import check_index_set
 from absorb.errors import AbsorbError
 from absorb.exact import safe_float
 

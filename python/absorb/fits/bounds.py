@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from absorb.blocks import Block
-from absorb.search.units import Array
+from absorb.fits.units import Array
 
 __all__ = ["REL_TOL", "contradictions", "degree_bound", "linearization_bound", "lower_bounds"]
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from absorb.search.units import Array, UnitFunction
+from absorb.fits.units import Array, UnitFunction
 
 __all__ = ["AdamFit"]
 

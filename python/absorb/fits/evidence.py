@@ -2,7 +2,7 @@
 
 The verdicts never run a fit themselves (they sit above the fits and must not reach back into
 them by choice): the caller that wants evidence passes :func:`fit_evidence` to
-``absorb.theory.decide(..., search=fit_evidence)``.
+``absorb.theory.decide(..., evidence=fit_evidence)``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from absorb.blocks import Block
-from absorb.search.fit import fit_residual_free
+from absorb.fits.fit import fit_residual_free
 
 # Small, fast settings: the evidence is a hint beside a verdict, not a search of its own.
 EVIDENCE_RESTARTS, EVIDENCE_STEPS, EVIDENCE_SAMPLES = 2, 300, 512
