@@ -4,6 +4,7 @@ names files that exist."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from absorb import manifest
 from absorb.activations import CATALOG, Activation
 from absorb.experiments import EXPERIMENTS
-from absorb.weights import CHECKER_ACTIVATIONS
+from absorb.lean.source import scan_lean
 
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "CONTRIBUTING.md"
@@ -22,8 +23,30 @@ def _text(relative: str) -> str:
     return (REPO / relative).read_text(encoding="utf-8")
 
 
-def activation_gaps(act: Activation) -> list[str]:
-    """What CONTRIBUTING.md's "Add an activation" asks for and ``act`` lacks."""
+@functools.cache
+def _lean_declared() -> frozenset[str]:
+    """Every declaration of the Lean library (``Absorb/``), fully qualified, as the project's
+    own source reader resolves them (:func:`absorb.lean.source.scan_lean`)."""
+    names: set[str] = set()
+    for path in sorted((REPO / "Absorb").rglob("*.lean")):
+        rel = path.relative_to(REPO).as_posix()
+        names |= {d.name for d in scan_lean(path.read_text(encoding="utf-8"), rel).declarations}
+    return frozenset(names)
+
+
+@functools.cache
+def _checker_names() -> frozenset[str]:
+    """The activation names the Lean checker's reader accepts (``Activation.name`` in
+    Absorb/Checker/Reader.lean, one ``| .x => "x"`` arm each)."""
+    reader = _text("Absorb/Checker/Reader.lean")
+    body = reader[reader.index("def Activation.name"):]
+    body = body[:body.index("\n\n")]
+    return frozenset(re.findall(r'^\s*\| \.\w+ => "(\w+)"', body, flags=re.MULTILINE))
+
+
+def activation_gaps(act: Activation, declared: frozenset[str]) -> list[str]:
+    """What CONTRIBUTING.md's "Add an activation" asks for and ``act`` lacks (``declared``: the
+    Lean library's declarations)."""
     gaps = []
     if act.family == "homogeneous" and act.degree is None:
         gaps.append("`degree` (a homogeneous entry)")
@@ -40,27 +63,20 @@ def activation_gaps(act: Activation) -> list[str]:
         gaps.append("its `unit` (fused value and derivative, for the fits)")
     if act.odd_part_linear and not act.gated and act.derivative is None:
         gaps.append("its `derivative` σ′ (an odd-part-linear ungated σ: the stack Jacobian)")
-    if act.checker_name is not None and act.checker_name not in CHECKER_ACTIVATIONS:
-        gaps.append("its `checker_name` in CHECKER_ACTIVATIONS of python/absorb/weights.py")
+    if act.lean_name is not None and act.lean_name not in declared:
+        gaps.append(f"its Lean definition {act.lean_name} (`lean_name`) declared in Absorb/")
+    if act.checker_name is not None and act.checker_name not in _checker_names():
+        gaps.append(f"its `checker_name` {act.checker_name!r} read by the Lean checker "
+                    "(`Activation.name` in Absorb/Checker/Reader.lean)")
     return gaps
 
 
-def _lean_declared() -> set[str]:
-    """Every name declared (theorem, lemma, def, …) in the Lean library, last component."""
-    names: set[str] = set()
-    for path in (REPO / "Absorb").rglob("*.lean"):
-        names |= set(re.findall(r"^\s*(?:@\[[^\]]*\]\s*)?(?:private |protected |noncomputable )*"
-                                r"(?:theorem|lemma|def|abbrev|instance)\s+([\w.']+)",
-                                path.read_text(encoding="utf-8"), flags=re.MULTILINE))
-    return {n.rsplit(".", 1)[-1] for n in names}
-
-
-def theorem_gaps(thm: manifest.Theorem, declared: set[str]) -> list[str]:
+def theorem_gaps(thm: manifest.Theorem, declared: frozenset[str]) -> list[str]:
     """What CONTRIBUTING.md's "Add a theorem" asks for and ``thm`` lacks."""
     gaps = []
     if not thm.lean and not thm.lean_note:
         gaps.append("Lean declarations (`lean` in theorems.toml) or a `lean_note`")
-    absent = [n for n in thm.lean if n.rsplit(".", 1)[-1] not in declared]
+    absent = [n for n in thm.lean if n not in declared]
     if absent:
         gaps.append(f"the Lean declarations {absent} in Absorb/")
     if not thm.experiments:
@@ -85,15 +101,16 @@ def theorem_gaps(thm: manifest.Theorem, declared: set[str]) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_every_activation_is_complete(name: str) -> None:
-    gaps = activation_gaps(CATALOG[name])
+    gaps = activation_gaps(CATALOG[name], _lean_declared())
     assert not gaps, (f"activation {name!r} is missing: {'; '.join(gaps)} "
                       "(CONTRIBUTING.md, \"Add an activation\")")
 
 
-def test_every_checker_activation_is_a_catalog_entry() -> None:
+def test_every_checker_name_of_the_lean_reader_is_a_catalog_entry() -> None:
     named = {a.checker_name for a in CATALOG.values() if a.checker_name is not None}
-    assert set(CHECKER_ACTIVATIONS) == named, (
-        "CHECKER_ACTIVATIONS (python/absorb/weights.py) and the catalog's `checker_name`s differ")
+    assert _checker_names() == named, (
+        "the Lean checker's activations (Absorb/Checker/Reader.lean) and the catalog's "
+        "`checker_name`s differ")
 
 
 @pytest.mark.parametrize("tid", manifest.THEOREM_IDS)
@@ -107,10 +124,11 @@ def test_a_partly_added_activation_and_theorem_are_named() -> None:
     """The checks can fail, and say what is missing."""
     relu = CATALOG["relu"]
     half = Activation("new_sigma", "homogeneous", relu.fn, None, None, None, True, "",
-                      ("no_such_theorem",), checker_name="new_sigma")
-    gaps = " | ".join(activation_gaps(half))
+                      ("no_such_theorem",), checker_name="new_sigma",
+                      lean_name="Absorb.newSigma")
+    gaps = " | ".join(activation_gaps(half, _lean_declared()))
     for piece in ("`degree`", "`verdict`", "no_such_theorem", "`unit`", "`derivative`",
-                  "CHECKER_ACTIVATIONS"):
+                  "Absorb.newSigma", "Reader.lean"):
         assert piece in gaps
     thm = manifest.get_theorem("degree")
     bare = manifest.Theorem(**{**vars(thm), "id": "brand_new", "lean": ("Absorb.nowhere",),

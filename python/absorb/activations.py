@@ -21,7 +21,13 @@ Each entry records the structural facts the verdict logic needs:
   (the paper's Theorems 8 and 10: ReLU, GELU); other ReLU-at-infinity σ, and biases, go
   through bias_blowup;
 * ``checker_name`` — the activation's name in the Lean checker's format (``absorb-check/2``),
-  for the σ whose bias-free and biased blocks the checker's theorems speak about;
+  for the σ whose bias-free and biased blocks the checker's theorems speak about (the format
+  accepts exactly these: ``absorb.weights.CHECKER_ACTIVATIONS``);
+* ``lean_name`` — the Lean definition of ``fn`` (σ, or the gate g of a gated entry) in
+  ``Absorb/``, e.g. ``Absorb.reluSq``; None where the library defines none (tanh is Mathlib's
+  ``Real.tanh``, the identity is ``id``). The exact GELU is ``Absorb.geluCdf μ`` with μ the
+  standard normal law, which is ``Absorb.geluWith (cdf μ)`` (``geluCdf_eq_geluWith``), so the
+  ``geluWith`` theorems speak about it;
 * ``unit`` — ``unit(z, value, deriv)`` writes f(z) into ``value`` and f′(z) into ``deriv``
   (dtype of z), f = σ (ungated) or the gate g (gated), sharing intermediates; the numerical fits
   (:mod:`absorb.fits`) call it. Writing into fixed buffers avoids a fresh m×w allocation (and
@@ -244,6 +250,7 @@ class Activation:
     linear: bool = False
     necessary_direct: bool = False
     checker_name: str | None = None
+    lean_name: str | None = None
     unit: UnitFunction | None = None
     derivative: Callable[[Array], Array] | None = None
 
@@ -274,6 +281,7 @@ class Activation:
             "necessary_direct": self.necessary_direct,
             "verdict": self.verdict,
             "theorems": list(self.theorems),
+            "lean_name": self.lean_name,
         }
 
 
@@ -289,45 +297,50 @@ _BLOWUP_THEOREMS = ("odd_part", "index_set_sufficient", "bias_blowup", "index_se
 _ENTRIES = (
     Activation("relu", "homogeneous", relu, 1.0, None, None, True, _INDEX_SET_VERDICT,
                (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
-               necessary_direct=True, checker_name="relu", unit=_relu_unit, derivative=_d_relu),
+               necessary_direct=True, checker_name="relu", lean_name="Absorb.relu",
+               unit=_relu_unit, derivative=_d_relu),
     Activation("gelu", "ungated", gelu, None, None, None, True, _INDEX_SET_VERDICT,
                (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
-               necessary_direct=True, checker_name="gelu", unit=_gelu_unit, derivative=_d_gelu),
+               necessary_direct=True, checker_name="gelu", lean_name="Absorb.geluCdf",
+               unit=_gelu_unit, derivative=_d_gelu),
     Activation("gelu_tanh", "ungated", gelu_tanh, None, None, None, True, _INDEX_SET_VERDICT,
-               _BLOWUP_THEOREMS, relu_at_infinity=True, unit=_gelu_tanh_unit,
-               derivative=_d_gelu_tanh),
+               _BLOWUP_THEOREMS, relu_at_infinity=True, lean_name="Absorb.geluTanh",
+               unit=_gelu_tanh_unit, derivative=_d_gelu_tanh),
     Activation("silu", "ungated", silu, None, None, None, True, _INDEX_SET_VERDICT,
-               _BLOWUP_THEOREMS, relu_at_infinity=True, unit=_silu_unit, derivative=_d_silu),
+               _BLOWUP_THEOREMS, relu_at_infinity=True, lean_name="Absorb.silu",
+               unit=_silu_unit, derivative=_d_silu),
     Activation("relu2", "homogeneous", relu2, 2.0, None, None, False,
                "never absorbable without biases (degree, k = 2)", ("degree", "depth_degree"),
-               unit=_relu2_unit),
+               lean_name="Absorb.reluSq", unit=_relu2_unit),
     Activation("tanh", "ungated", tanh, None, None, None, False, _BOUNDED_VERDICT,
                ("bounded",), bound=1.0, unit=_tanh_unit),
     Activation("sigmoid", "ungated", sigmoid, None, None, None, False, _BOUNDED_VERDICT,
-               ("bounded",), bound=1.0, unit=_sigmoid_unit),
+               ("bounded",), bound=1.0, lean_name="Absorb.sigmoid", unit=_sigmoid_unit),
     Activation("identity", "homogeneous", identity, 1.0, None, None, False,
                "linear block: absorbable iff rank(A + W_down W_up) <= n", (), linear=True,
                unit=_identity_unit),
     Activation("swiglu", "gated", silu, None, "silu", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
-               ("linearization", "depth_linearization"), unit=_silu_unit, derivative=_d_silu),
+               ("linearization", "depth_linearization"), lean_name="Absorb.silu",
+               unit=_silu_unit, derivative=_d_silu),
     Activation("geglu", "gated", gelu, None, "gelu", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
-               ("linearization", "depth_linearization"), unit=_gelu_unit, derivative=_d_gelu),
+               ("linearization", "depth_linearization"), lean_name="Absorb.geluCdf",
+               unit=_gelu_unit, derivative=_d_gelu),
     Activation("geglu_tanh", "gated", gelu_tanh, None, "gelu_tanh", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
-               ("linearization", "depth_linearization"), unit=_gelu_tanh_unit,
-               derivative=_d_gelu_tanh),
+               ("linearization", "depth_linearization"), lean_name="Absorb.geluTanh",
+               unit=_gelu_tanh_unit, derivative=_d_gelu_tanh),
     Activation("reglu", "gated", relu, 2.0, "relu", 0.0, False,
                "never absorbable without biases (degree, k = 2)",
-               ("degree", "linearization", "depth_degree"), unit=_relu_unit,
-               derivative=_d_relu),
+               ("degree", "linearization", "depth_degree"), lean_name="Absorb.relu",
+               unit=_relu_unit, derivative=_d_relu),
     Activation("glu", "gated", sigmoid, None, "sigmoid", 0.5, False,
                "no theorem applies (g(0) = 1/2); numerical search only", (),
-               unit=_sigmoid_unit),
+               lean_name="Absorb.sigmoid", unit=_sigmoid_unit),
     Activation("softplus", "ungated", softplus, None, None, None, True, _INDEX_SET_VERDICT,
-               _BLOWUP_THEOREMS, relu_at_infinity=True, unit=_softplus_unit,
-               derivative=_d_softplus),
+               _BLOWUP_THEOREMS, relu_at_infinity=True, lean_name="Absorb.softplus",
+               unit=_softplus_unit, derivative=_d_softplus),
 )
 
 CATALOG: Mapping[str, Activation] = MappingProxyType({a.name: a for a in _ENTRIES})

@@ -28,7 +28,7 @@ from typing import cast
 
 import numpy as np
 
-from absorb.activations import Activation
+from absorb.activations import CATALOG, Activation
 from absorb.blocks import Array, Block, ExactWeights, ObjectArray
 from absorb.errors import AbsorbError
 from absorb.exact import safe_float
@@ -128,8 +128,10 @@ def read_json_data(path: Path) -> object:
 #: holds an ungated block without them.
 CHECKER_FORMATS = ("absorb-check/1", "absorb-check/2")
 CHECKER_FORMAT = CHECKER_FORMATS[-1]
-#: The activations whose theorem chain the Lean library can justify (absorb-check/2).
-CHECKER_ACTIVATIONS = ("relu", "gelu")
+#: The activations whose theorem chain the Lean library can justify (absorb-check/2): the
+#: catalog entries with a ``checker_name``, in catalog order.
+CHECKER_ACTIVATIONS: tuple[str, ...] = tuple(
+    a.checker_name for a in CATALOG.values() if a.checker_name is not None)
 
 
 @dataclass(frozen=True)
