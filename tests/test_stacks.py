@@ -15,7 +15,7 @@ from tests.conftest import REPO, CliResult
 from absorb.activations import get_activation
 from absorb.blocks import Block, random_block, stack_forward
 from absorb.errors import AbsorbError
-from absorb.stacks import decide_stack, is_stack_file, load_stack, stack_jacobian
+from absorb.stacks import decide_stack, load_stack, load_weights, stack_jacobian
 from absorb.stacks.arrangement import active_pattern, region_bound, region_points
 from absorb.stacks.exact import as_fractions
 from absorb.stacks.fit import fit_stack, flatten, unflatten
@@ -79,8 +79,8 @@ def test_json_stack_is_exact_and_npz_stack_is_float(tmp_path: Path) -> None:
               "W_up_1": rng.standard_normal((5, 2)), "W_down_1": rng.standard_normal((2, 5)),
               "b_up_1": rng.standard_normal(5)}
     np.savez(tmp_path / "s.npz", **arrays)  # type: ignore[arg-type]
-    assert is_stack_file(tmp_path / "s.npz")
     loaded = load_stack(tmp_path / "s.npz", RELU)
+    assert isinstance(load_weights(tmp_path / "s.npz", RELU), list)
     assert [b.n for b in loaded] == [3, 5] and loaded[0].exact is None
     np.testing.assert_array_equal(loaded[1].b_up, arrays["b_up_1"])
     assert loaded[0].b_up is None
@@ -95,9 +95,21 @@ def test_json_stack_entries_are_the_rationals_they_spell(write_json: Callable[..
     assert mixed[1].exact is not None and mixed[1].exact.W_up[0, 0] == Fraction(1, 10)
 
 
-def test_single_block_files_are_not_stacks(write_json: Callable[..., Path]) -> None:
-    assert not is_stack_file(write_json({"W_up": [[1.0]], "W_down": [[1.0]]}))
-    assert not is_stack_file(Path("/nonexistent/stack.json"))
+def test_load_weights_tells_stacks_from_single_blocks(write_json: Callable[..., Path],
+                                                      tmp_path: Path) -> None:
+    stack = load_weights(FIXTURES / "image_cone_d2_n4.json", RELU)
+    assert isinstance(stack, list) and len(stack) == 2
+    block, keys = load_weights(write_json({"W_up": [[1.0]], "W_down": [[1.0]], "S": [0]}), RELU)
+    assert block.n == 1 and keys is not None and keys.S == (0,)
+    np.savez(tmp_path / "b.npz", W_up=np.ones((2, 1)), W_down=np.ones((1, 2)))
+    assert not isinstance(load_weights(tmp_path / "b.npz", RELU), list)
+    with pytest.raises(AbsorbError, match="no such file"):
+        load_weights(Path("/nonexistent/stack.json"), RELU)
+    # a stack document is refused by the stack rules, a block document by the block rules
+    with pytest.raises(AbsorbError, match="single key"):
+        load_weights(write_json({"layers": [], "S": [0]}), RELU)
+    with pytest.raises(AbsorbError, match="missing keys W_down"):
+        load_weights(write_json({"W_up": [[1.0]]}), RELU)
 
 
 @pytest.mark.parametrize(

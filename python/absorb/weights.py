@@ -254,15 +254,6 @@ def read_check_document(text: str, where: str = "document") -> CheckDocument:
     return CheckDocument(keys.activation, weights, keys.S, keys.Y, d, n)
 
 
-def _read_json(path: Path) -> tuple[dict[str, Array], dict[str, ObjectArray], CheckerKeys]:
-    data = read_json_data(path)
-    keys = CheckerKeys()
-    if isinstance(data, dict):
-        data = dict(data)
-        keys = _checker_keys(data, str(path))
-    parsed = parse_json_block(data, str(path))
-    check_shapes(parsed, keys, str(path))
-    return (*json_arrays(parsed), keys)
 
 
 def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.generic]]]:
@@ -370,15 +361,28 @@ def load_check_input(path: str | Path, activation: Activation) -> tuple[Block, C
     path, suffix = checked_path(path)
     try:
         if suffix == ".json":
-            floats, rationals, extra = _read_json(path)
-        else:
-            floats, rationals, extra = read_npz(path), None, CheckerKeys()
+            return json_check_input(read_json_data(path), path, activation)
+        floats = read_npz(path)
     except PermissionError:
         raise AbsorbError(f"{path}: permission denied") from None
-    if extra.activation is not None and extra.activation != activation.name:
-        raise AbsorbError(f"{path}: the file is for activation {extra.activation}, not "
+    return block_from_arrays(floats, None, activation, invertible_skip=False), CheckerKeys()
+
+
+def json_check_input(data: object, path: Path, activation: Activation
+                     ) -> tuple[Block, CheckerKeys]:
+    """:func:`load_check_input` of a ``.json`` file already decoded into ``data`` (by
+    :func:`read_json_data`; a caller that looks at the document first decodes it once)."""
+    keys = CheckerKeys()
+    if isinstance(data, dict):
+        data = dict(data)
+        keys = _checker_keys(data, str(path))
+    parsed = parse_json_block(data, str(path))
+    check_shapes(parsed, keys, str(path))
+    floats, rationals = json_arrays(parsed)
+    if keys.activation is not None and keys.activation != activation.name:
+        raise AbsorbError(f"{path}: the file is for activation {keys.activation}, not "
                           f"{activation.name}")
-    return block_from_arrays(floats, rationals, activation, invertible_skip=False), extra
+    return block_from_arrays(floats, rationals, activation, invertible_skip=False), keys
 
 
 def load_block(path: str | Path, activation: Activation) -> Block:

@@ -11,9 +11,8 @@ from absorb.blocks import Block
 from absorb.budget import require
 from absorb.commands.options import (
     add_block_options,
-    block_from_options,
-    no_sizes_with_weights,
     tol_type,
+    weights_from_options,
 )
 from absorb.commands.result import Outcome, Result
 from absorb.errors import AbsorbError
@@ -52,30 +51,27 @@ def _require_decidable(block: Block) -> None:
                 f"the relaxation certificate of a block with d={block.d}, n={block.n}")
 
 
-def check_stack(args: argparse.Namespace) -> Outcome:
+def check_stack(args: argparse.Namespace, blocks: list[Block]) -> Outcome:
     """``absorb check --weights STACK``: :func:`~absorb.stacks.decide_stack`'s verdict."""
-    from absorb.activations import get_activation
-    from absorb.stacks import decide_stack, load_stack
+    from absorb.stacks import decide_stack
 
     if args.certificate_out or args.export_lean:
         raise AbsorbError("--certificate-out and --export-lean are for single blocks; the Lean "
                           "checker's format holds one block (nothing written)")
-    no_sizes_with_weights(args)
-    blocks = load_stack(args.weights, get_activation(args.activation))
     return decide_stack(blocks, rng=np.random.default_rng(args.seed), fit=not args.no_search)
 
 
 def run(args: argparse.Namespace) -> Outcome:
     from absorb.commands import export
     from absorb.fits.evidence import fit_evidence
-    from absorb.stacks import is_stack_file
     from absorb.theory import decide, given_certificate
 
-    if args.weights is not None and is_stack_file(args.weights):
-        return check_stack(args)
     targets = {key: export.ensure_writable(path, args.force) for key, path in
                (("certificate", args.certificate_out), ("lean", args.export_lean)) if path}
-    block, keys = block_from_options(args)
+    loaded = weights_from_options(args)  # a stack file is read once, as a stack
+    if isinstance(loaded, list):
+        return check_stack(args, loaded)
+    block, keys = loaded
     _require_decidable(block)
     verdict = decide(block, rng=np.random.default_rng(args.seed),
                      evidence=None if args.no_search else fit_evidence, tol=args.tol,

@@ -113,15 +113,17 @@ def no_sizes_with_weights(args: argparse.Namespace) -> None:
         raise AbsorbError("--weights cannot be combined with --d, --n or --biases")
 
 
-def block_from_options(args: argparse.Namespace) -> tuple[Block, CheckerKeys | None]:
-    """The block of the block options and, for a --weights file, the checker keys (S, Y) it
-    holds; random weights are refused up front beyond :data:`MAX_RANDOM_WEIGHTS` or memory."""
+def weights_from_options(args: argparse.Namespace
+                         ) -> list[Block] | tuple[Block, CheckerKeys | None]:
+    """What the block options give: a ``--weights`` file read once (a stack, or one block and
+    the checker keys S, Y it holds: :func:`absorb.stacks.load_weights`), or a random block;
+    random weights are refused up front beyond :data:`MAX_RANDOM_WEIGHTS` or memory."""
     act = get_activation(args.activation)
     if args.weights is not None:
         no_sizes_with_weights(args)
-        from absorb.weights import load_check_input
+        from absorb.stacks import load_weights
 
-        return load_check_input(args.weights, act)
+        return load_weights(args.weights, act)
     if args.d is None or args.n is None:
         raise AbsorbError("give --weights FILE, or both --d and --n")
     if args.d * args.n > MAX_RANDOM_WEIGHTS:

@@ -16,9 +16,8 @@ from absorb.blocks import Block, planted_block, random_block
 from absorb.budget import require, search_cost
 from absorb.commands.options import (
     add_block_options,
-    block_from_options,
-    no_sizes_with_weights,
     positive,
+    weights_from_options,
 )
 from absorb.commands.result import Result
 from absorb.errors import AbsorbError
@@ -229,17 +228,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
                         "the theory; labelled so in the output)")
 
 
-def fit_stack_file(args: argparse.Namespace) -> Result:
+def fit_stack_file(args: argparse.Namespace, blocks: list[Block]) -> Result:
     """``absorb search --weights STACK``: fit residual-free stacks of the same widths."""
-    from absorb.activations import get_activation
-    from absorb.stacks import load_stack
     from absorb.stacks.fit import STACK_SAMPLES, STACK_STEPS, fit_stack
 
     if args.width_factor != 1.0:
         raise AbsorbError("--width-factor is for single blocks; a stack is fitted with its "
                           "own widths")
-    no_sizes_with_weights(args)
-    blocks = load_stack(args.weights, get_activation(args.activation))
     steps = STACK_STEPS if args.steps is None else args.steps
     samples = STACK_SAMPLES if args.samples is None else args.samples
     res = fit_stack(blocks, rng=np.random.default_rng(args.seed), restarts=args.restarts,
@@ -258,11 +253,10 @@ def fit_stack_file(args: argparse.Namespace) -> Result:
 
 
 def run(args: argparse.Namespace) -> Result:
-    from absorb.stacks import is_stack_file
-
-    if args.weights is not None and is_stack_file(args.weights):
-        return fit_stack_file(args)
-    block = block_from_options(args)[0]
+    loaded = weights_from_options(args)  # a stack file is read once, as a stack
+    if isinstance(loaded, list):
+        return fit_stack_file(args, loaded)
+    block = loaded[0]
     width, steps, samples = resolve_settings(block, args.width_factor, args.engine, args.steps,
                                              args.samples)
     runs = 1 if args.no_control else 2

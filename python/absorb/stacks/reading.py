@@ -6,7 +6,8 @@
 * ``.npz``: the single-block keys suffixed by the layer index, ``W_up_0``, ``W_down_0``,
   ``W_up_1``, …; layers 0..L−1 without gaps, each with ``W_up_l`` and ``W_down_l``.
 
-All layers share the model dimension d; widths may differ.
+All layers share the model dimension d; widths may differ. :func:`load_weights` reads a
+``--weights`` file that may hold either a stack or one block, and tells them apart in one read.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from absorb.weights import (
     KEYS,
     NPZ_ERRORS,
     REQUIRED,
+    CheckerKeys,
     block_from_arrays,
     checked_path,
     json_arrays,
+    json_check_input,
+    load_check_input,
     parse_json_block,
     read_json_data,
     read_npz,
@@ -35,21 +39,15 @@ MAX_LAYERS = 1024
 _SUFFIXED = re.compile(r"^(?P<key>" + "|".join(KEYS) + r")_(?P<layer>0|[1-9][0-9]*)$")
 
 
-def is_stack_file(path: str | Path) -> bool:
-    """Whether ``path`` holds a stack: a JSON object with ``layers``, or an ``.npz`` whose
-    arrays carry layer suffixes. Unreadable files are not stacks (the block reader reports)."""
-    p = Path(path)
-    suffix = p.suffix.lower()
+def _npz_is_stack(path: Path) -> bool:
+    """Whether the ``.npz`` at ``path`` names its arrays with layer suffixes (its member list
+    only: no array is read). An unreadable archive is not a stack: the block reader reports."""
     try:
-        checked_path(p)
-        if suffix == ".json":
-            data = read_json_data(p)
-            return isinstance(data, dict) and "layers" in data
-        with zipfile.ZipFile(p) as archive:
+        with zipfile.ZipFile(path) as archive:
             names = [m.removesuffix(".npy") for m in archive.namelist()]
-        return any(_SUFFIXED.match(name) for name in names)
-    except (AbsorbError, *NPZ_ERRORS):
+    except NPZ_ERRORS:
         return False
+    return any(_SUFFIXED.match(name) for name in names)
 
 
 def _layer_count(path: Path, names: set[str]) -> int:
@@ -89,8 +87,8 @@ def _same_dimension(blocks: list[Block]) -> list[Block]:
     return blocks
 
 
-def _load_json(path: Path, activation: Activation) -> list[Block]:
-    data = read_json_data(path)
+def _json_stack(data: object, path: Path, activation: Activation) -> list[Block]:
+    """The layers of a decoded stack document (:func:`read_json_data`)."""
     if not isinstance(data, dict) or set(data) != {"layers"}:
         raise AbsorbError(f"{path}: a stack file is a JSON object with the single key "
                           "\"layers\"")
@@ -132,7 +130,30 @@ def load_stack(path: str | Path, activation: Activation) -> list[Block]:
     """The residual stack stored in ``path`` (first layer first), every layer validated."""
     p, suffix = checked_path(path)
     try:
-        blocks = _load_json(p, activation) if suffix == ".json" else _load_npz(p, activation)
+        blocks = (_json_stack(read_json_data(p), p, activation) if suffix == ".json"
+                  else _load_npz(p, activation))
     except PermissionError:
         raise AbsorbError(f"{p}: permission denied") from None
     return _same_dimension(blocks)
+
+
+def load_weights(path: str | Path, activation: Activation
+                 ) -> list[Block] | tuple[Block, CheckerKeys]:
+    """What a ``--weights`` file holds, read once: a stack (a JSON object with ``layers``, or an
+    ``.npz`` whose arrays carry layer suffixes), validated as :func:`load_stack` does, else one
+    block and its checker keys, validated as :func:`absorb.weights.load_check_input` does.
+
+    A JSON document is decoded once and then read as what it is; an ``.npz`` is told apart by
+    its member list, before any array is read."""
+    p, suffix = checked_path(path)
+    if suffix != ".json":
+        if _npz_is_stack(p):
+            return load_stack(p, activation)
+        return load_check_input(p, activation)
+    try:
+        data = read_json_data(p)
+    except PermissionError:
+        raise AbsorbError(f"{p}: permission denied") from None
+    if isinstance(data, dict) and "layers" in data:
+        return _same_dimension(_json_stack(data, p, activation))
+    return json_check_input(data, p, activation)
