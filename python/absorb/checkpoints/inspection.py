@@ -1,5 +1,6 @@
 """Inspection, layer by layer: each MLP layer's block, its predicted cost, its row of the
-result, and the text output of a whole inspection (:func:`absorb.scan.inspect.inspect_checkpoint`).
+result, and the summary table of a whole inspection (its other text, JSON and exit code are
+:class:`absorb.scan.inspect.Inspection`'s).
 
 Before a layer is read, its peak memory and work are predicted from (d, n) alone — the
 float relaxation's cost (``certificates.relaxation_cost``) for ungated odd-part-linear
@@ -20,7 +21,7 @@ import numpy as np
 
 from absorb.activations import Activation
 from absorb.blocks import Block
-from absorb.budget import FLOAT_BYTES, Cost, human_bytes, human_seconds
+from absorb.budget import FLOAT_BYTES, Cost, human_seconds
 from absorb.certificates import relaxation_cost
 from absorb.checkpoints.architectures import Layout
 from absorb.checkpoints.detection import LayerSpec, Plan
@@ -103,7 +104,7 @@ def _fmt(value: object, spec: str = ".3g") -> str:
         else str(value)
 
 
-def summary_rows(res: dict[str, Any]) -> list[list[str]]:
+def summary_rows(res: Mapping[str, Any]) -> list[list[str]]:
     """The summary table: layer, d, n, verdict, distance (a proven lower bound, over every S,
     of ‖W_down[:,S] W_up[S,:] + A‖_F/‖A‖_F), margin, time."""
     rows = [["layer", "d", "n", "verdict", "distance >=", "margin", "time"]]
@@ -114,45 +115,3 @@ def summary_rows(res: dict[str, Any]) -> list[list[str]]:
                      _fmt(cert.get("distance")), _fmt(dual.get("margin_float")),
                      human_seconds(row["cost"]["seconds"])])
     return rows
-
-
-def text_lines(res: dict[str, Any]) -> list[str]:
-    """The human-readable ``inspect`` output: what was detected, each layer, the summary."""
-    arch = res["architecture"]
-    lines = [f"{res['checkpoint']}: {len(res['layers'])} layers"
-             + (f", {arch['name']} ({arch['family']})" if arch else ", explicit patterns"),
-             f"layout: {res['layout']}; orientation {res['orientation_checked']}; "
-             f"detected from {res['detected_from']}",
-             f"activation: {res['activation']} ({res['activation_source']})"]
-    if res["activation_note"]:
-        lines.append(f"  note: {res['activation_note']}")
-    lines.append(f"note: {res['note']}")
-    for row in res["layers"]:
-        cost = row["cost"]
-        biases = [f"{k} ({v})" for k, v in row["keys"].items() if k.endswith("_bias")]
-        chain = row.get("chain") or ([row["theorem"]] if row.get("theorem") else [])
-        lines.append(f"layer {row['label']}: d={row['d']} n={row['n']} {row['dtype']} "
-                     f"{row['verdict']}" + (f" ({' + '.join(chain)})" if chain else ""))
-        lines.append(f"  biases used: {', '.join(biases)}" if biases else "  no biases")
-        lines.append(f"  why: {row['reason']}")
-        for hyp in row.get("unmet_hypotheses", []):
-            lines.append(f"  unmet hypothesis: {hyp}")
-        proof = (row.get("certificate") or {}).get("proof")
-        if proof:
-            lines.append(f"  certificate: {proof}")
-        if row.get("distance_in_unit_roundoffs") is not None:
-            lines.append(f"  index set {row['S']} holds up to "
-                         f"{row['distance_in_unit_roundoffs']:.3g} unit roundoffs of the stored "
-                         "format, not exactly")
-        open_question = (row.get("certificate") or {}).get("up_to_rounding")
-        if open_question:
-            lines.append(f"  up to rounding: {open_question}")
-        lines.append(f"  predicted {human_bytes(cost['predicted_peak_bytes'])}, "
-                     f"{human_seconds(cost['predicted_seconds'])}; took "
-                     f"{human_seconds(cost['seconds'])}")
-    table = summary_rows(res)
-    widths = [max(len(r[c]) for r in table) for c in range(len(table[0]))]
-    lines.append("")
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-              for r in table]
-    return lines

@@ -7,12 +7,14 @@ import argparse
 import io
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
 from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
 from absorb.commands.options import layer_pattern, positive, seed_type, tol_type
-from absorb.commands.result import Result
 from absorb.serialize import write_json
+
+if TYPE_CHECKING:
+    from absorb.scan.inspect import Inspection
 
 NAME = "inspect"
 HELP = "check every MLP block of a safetensors checkpoint"
@@ -74,10 +76,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.set_defaults(jsonl=False)
 
 
-def run(args: argparse.Namespace) -> Result:
-    from absorb.checkpoints import text_lines
+def run(args: argparse.Namespace) -> Inspection:
     from absorb.checkpoints.inspection import summary_rows
-    from absorb.scan.inspect import inspect_checkpoint
+    from absorb.scan.inspect import Inspection, inspect_checkpoint
     from absorb.scan.summary import check_out, prepare_out, write_outputs
 
     out = None if args.out is None else check_out(args.out)
@@ -96,18 +97,10 @@ def run(args: argparse.Namespace) -> Result:
         on_layer=stream if args.jsonl else None,
         prepare=None if out is None or args.cache_dir is not None else
         lambda: prepare_out(out))
+    written = None
     if out is not None:
         prepare_out(out)
         buf = io.StringIO()
         write_json(res, buf)
-        res["written"] = write_outputs(out, res, buf.getvalue(), summary_rows)
-    scan = cast(dict[str, Any], res["scan"])
-    cache_text = f" {scan['cache']}" if scan["cache"] else ""
-    lines = [*text_lines(res),
-             f"scan: {scan['computed_layers']} layers decided by {scan['runner']} (device "
-             f"{scan['device']}), {scan['cached_layers']} read from the cache{cache_text}, in "
-             f"{scan['seconds']:.3g} s; predicted {scan['plan']['predicted_seconds']:.3g} s"]
-    lines += [f"written: {f}" for f in cast(list[str], res.get("written", []))]
-    if args.jsonl:  # the layers are on the lines before: the last line is the rest
-        res = {k: v for k, v in res.items() if k != "layers"}
-    return Result(res, lines)
+        written = tuple(write_outputs(out, res, buf.getvalue(), summary_rows))
+    return Inspection(res, written, streamed=args.jsonl)

@@ -1,18 +1,23 @@
 """``decide`` on every MLP layer of a checkpoint: the layout detected (or given), the layers
-planned and scanned (:mod:`absorb.scan.driver`), the whole result in one object.
+planned and scanned (:mod:`absorb.scan.driver`), the whole result in one object, and
+``absorb inspect``'s outcome (:class:`Inspection`: its JSON, text and exit code).
 
-Per-layer pieces (cost, block, row, text) are in :mod:`absorb.checkpoints.inspection`.
+Per-layer pieces (cost, block, row, the summary table) are in
+:mod:`absorb.checkpoints.inspection`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
+from absorb.budget import human_bytes, human_seconds
 from absorb.certificates.devices import check_device
 from absorb.checkpoints.detection import detect, explicit_plan
 from absorb.checkpoints.hub import resolve_checkpoint
-from absorb.checkpoints.inspection import matmul_rate
+from absorb.checkpoints.inspection import matmul_rate, summary_rows
 from absorb.checkpoints.reading import Checkpoint
 from absorb.errors import AbsorbError
 from absorb.scan.driver import scan_layers
@@ -85,3 +90,78 @@ def inspect_checkpoint(
         files = [str(f) for f in ckpt.files]
     return {"checkpoint": str(path), "files": files, **plan.to_json(),
             "matmul_rate": rate, "note": NOTE, "scan": scan, "layers": layers}
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What ``absorb inspect`` found: :func:`inspect_checkpoint`'s object (``result``), the
+    files of the scan folder when one was written (``written``, ``--out``), and whether each
+    layer already went to stdout as a JSON line (``streamed``, ``--jsonl``). Exit code 0: the
+    command did its job, whatever the layers' verdicts (as for one block's verdict)."""
+
+    result: Mapping[str, Any]
+    written: tuple[str, ...] | None = None
+    streamed: bool = False
+    exit_code: ClassVar[int] = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The object, with ``written``; streamed layers are not repeated (the last line
+        holds the rest)."""
+        out = {k: v for k, v in self.result.items() if not (self.streamed and k == "layers")}
+        if self.written is not None:
+            out["written"] = list(self.written)
+        return out
+
+    def text_lines(self) -> list[str]:
+        """What was detected, each layer, the summary table, how the scan ran, the files."""
+        res = self.result
+        arch = res["architecture"]
+        lines = [f"{res['checkpoint']}: {len(res['layers'])} layers"
+                 + (f", {arch['name']} ({arch['family']})" if arch else ", explicit patterns"),
+                 f"layout: {res['layout']}; orientation {res['orientation_checked']}; "
+                 f"detected from {res['detected_from']}",
+                 f"activation: {res['activation']} ({res['activation_source']})"]
+        if res["activation_note"]:
+            lines.append(f"  note: {res['activation_note']}")
+        lines.append(f"note: {res['note']}")
+        for row in res["layers"]:
+            lines += _layer_lines(row)
+        table = summary_rows(res)
+        widths = [max(len(r[c]) for r in table) for c in range(len(table[0]))]
+        lines.append("")
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+                  for r in table]
+        scan = res["scan"]
+        cache_text = f" {scan['cache']}" if scan["cache"] else ""
+        lines.append(f"scan: {scan['computed_layers']} layers decided by {scan['runner']} "
+                     f"(device {scan['device']}), {scan['cached_layers']} read from the "
+                     f"cache{cache_text}, in {scan['seconds']:.3g} s; predicted "
+                     f"{scan['plan']['predicted_seconds']:.3g} s")
+        lines += [f"written: {f}" for f in self.written or ()]
+        return lines
+
+
+def _layer_lines(row: Mapping[str, Any]) -> list[str]:
+    """One layer of the text: where and what, its verdict and why, its cost."""
+    cost = row["cost"]
+    biases = [f"{k} ({v})" for k, v in row["keys"].items() if k.endswith("_bias")]
+    chain = row.get("chain") or ([row["theorem"]] if row.get("theorem") else [])
+    lines = [f"layer {row['label']}: d={row['d']} n={row['n']} {row['dtype']} "
+             f"{row['verdict']}" + (f" ({' + '.join(chain)})" if chain else ""),
+             f"  biases used: {', '.join(biases)}" if biases else "  no biases",
+             f"  why: {row['reason']}"]
+    lines += [f"  unmet hypothesis: {hyp}" for hyp in row.get("unmet_hypotheses", [])]
+    proof = (row.get("certificate") or {}).get("proof")
+    if proof:
+        lines.append(f"  certificate: {proof}")
+    if row.get("distance_in_unit_roundoffs") is not None:
+        lines.append(f"  index set {row['S']} holds up to "
+                     f"{row['distance_in_unit_roundoffs']:.3g} unit roundoffs of the stored "
+                     "format, not exactly")
+    open_question = (row.get("certificate") or {}).get("up_to_rounding")
+    if open_question:
+        lines.append(f"  up to rounding: {open_question}")
+    lines.append(f"  predicted {human_bytes(cost['predicted_peak_bytes'])}, "
+                 f"{human_seconds(cost['predicted_seconds'])}; took "
+                 f"{human_seconds(cost['seconds'])}")
+    return lines
