@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from absorb.activations import get_activation
-from absorb.blocks import Block, random_block, stack_forward
+from absorb.blocks import Block, planted_block, random_block, stack_forward
 
 if TYPE_CHECKING:
     from absorb.fits import FitResult
@@ -138,18 +138,12 @@ def _points(rng: np.random.Generator, d: int, m: int = 64) -> Array:
 
 def _planted(name: str, d: int, n: int, rng: np.random.Generator, *, biases: bool = False,
              skip: Array | None = None) -> Block:
-    """A random block with W_down[:,S] W_up[S,:] = −A for S = {0..d−1}.
-
-    W_up[S] is a random (well-conditioned) d×d matrix B and W_down[:,S] = −A B⁻¹; the other
-    units stay random, so S is planted in otherwise generic weights.
-    """
-    base = random_block(get_activation(name), d, n, rng, biases=biases, skip=skip)
-    A = base.skip_matrix()
-    B = np.eye(d) + 0.3 * rng.standard_normal((d, d))
-    W_up, W_down = base.W_up.copy(), base.W_down.copy()
-    W_up[:d] = B
-    W_down[:, :d] = -A @ np.linalg.inv(B)
-    return Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down, skip)
+    """A random block of activation ``name`` with a planted index set S of d + 1 units (at most
+    n), so that W_down[:,S] W_up[S,:] = −A (:func:`absorb.blocks.planted_block`); the other
+    units stay random, so S is planted in otherwise generic weights. The generic block drawn
+    first is only the template of its kind and size."""
+    return planted_block(random_block(get_activation(name), d, n, rng, biases=biases, skip=skip),
+                         rng)
 
 
 def _fractions(M: NDArray[Any]) -> NDArray[Any]:

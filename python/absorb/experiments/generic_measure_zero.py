@@ -38,7 +38,7 @@ def generic_random_draws(rng: np.random.Generator) -> ExperimentResult:
 
 def generic_control_planted(rng: np.random.Generator) -> ExperimentResult:
     """Positive control of ``generic_random_draws``: the same index-set search, at the same
-    sizes, on Gaussian weights with a planted index set S = {0..d−1}, finds an index set in
+    sizes, on Gaussian weights with a planted index set of d + 1 units, finds an index set in
     every draw (fraction 1), so its fraction 0 on generic draws is not a blind spot."""
     rows: list[dict[str, object]] = []
     draws = 20

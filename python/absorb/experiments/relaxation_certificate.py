@@ -10,7 +10,7 @@ import numpy as np
 
 from absorb import certificates
 from absorb.activations import get_activation
-from absorb.blocks import random_block
+from absorb.blocks import planted_block_and_set, random_block
 from absorb.experiments.base import Array, Experiment, ExperimentResult, _fractions, _num, _planted
 
 _SIZES = ((2, 4), (2, 5), (2, 6), (2, 7), (3, 9), (3, 10), (3, 11), (3, 12))
@@ -111,13 +111,12 @@ def relaxation_generic_vs_planted(rng: np.random.Generator) -> ExperimentResult:
             direct = float(np.sum((design @ s + np.eye(d).ravel()) ** 2))
             rows.append({"d": d, "n": n, "planted S": planted, "r²": rel.residual,
                          "r² (direct lstsq)": direct, "counts as zero": rel.is_zero})
-    exact = _planted("relu", 2, 4, rng)
+    # S of d = 2 units, so that after rounding to rationals W_down[:,S] = −W_up[S]⁻¹ is exact
+    exact, S = planted_block_and_set(random_block(get_activation("relu"), 2, 4, rng), rng, 2)
     to_q = np.vectorize(lambda v: Fraction(v).limit_denominator(1 << 20), otypes=[object])
-    B = to_q(exact.W_up[:2])
     W_up_q = to_q(exact.W_up)
     W_down_q = to_q(exact.W_down)
-    inv = _exact_inverse_2x2(B)
-    W_down_q[:, :2] = -inv
+    W_down_q[:, S] = -_exact_inverse_2x2(W_up_q[S])
     rel_q = certificates.relaxation(W_up_q, W_down_q)
     rows.append({"d": 2, "n": 4, "planted S": True, "r²": float(rel_q.residual),
                  "r² (direct lstsq)": float("nan"), "counts as zero": rel_q.is_zero,
