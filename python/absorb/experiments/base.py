@@ -212,6 +212,8 @@ def recovered(per_restart: Sequence[dict[float, float]], tol: float) -> tuple[in
 
 
 def _stack_limits(name: str, rng: np.random.Generator, L: int = 3) -> list[dict[str, object]]:
+    """Rows per t ∈ TS of ‖R(tx)/t − x‖ and ‖H(tx)/t‖ for a random residual stack R and a
+    random residual-free stack H of depth L (activation ``name``, d = 3, n = 6) at a random x."""
     d, n = 3, 6
     act = get_activation(name)
     R = [random_block(act, d, n, rng) for _ in range(L)]
@@ -226,6 +228,7 @@ def _stack_limits(name: str, rng: np.random.Generator, L: int = 3) -> list[dict[
 
 
 def _limits_agree(rows: Sequence[dict[str, object]]) -> bool:
+    """At the smallest t, R(tx)/t is within 10⁻³‖x‖ of x and H(tx)/t within 10⁻³‖x‖ of 0."""
     last = rows[-1]
     xn = _num(last["‖x‖"])
     return (_num(last["‖R(tx)/t − x‖"]) < 1e-3 * xn
@@ -234,6 +237,8 @@ def _limits_agree(rows: Sequence[dict[str, object]]) -> bool:
 
 def _depth_figure(rows: Sequence[dict[str, object]], title: str, rate: str
                   ) -> dict[str, object]:
+    """The figure of :func:`_stack_limits` rows: one panel per activation, ``rate`` saying how
+    fast H(tx)/t falls."""
     series = []
     for name in dict.fromkeys(str(r["activation"]) for r in rows):
         part = [r for r in rows if r["activation"] == name]
