@@ -6,16 +6,18 @@ seed: test_report compares its report's run with this module's seed-0 run.)"""
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from absorb import experiments
 from absorb.errors import AbsorbError
-from absorb.manifest import THEOREMS
+from absorb.manifest import THEOREM_IDS, THEOREMS, get_theorem
 
 FILED_UNDER = {name: thm.id for thm in THEOREMS for name in thm.experiments}
 
@@ -125,6 +127,50 @@ def test_every_theorem_has_a_non_control_experiment(
         assert any(not r.control and not r.open for r in kinds), thm.id
 
 
+@pytest.mark.parametrize("tid", THEOREM_IDS)
+def test_each_theorem_module_holds_exactly_its_manifest_experiments(tid: str) -> None:
+    """manifest → experiment is one hop: the module absorb.experiments.<ID> holds, in its tuple
+    EXPERIMENTS, exactly the experiments the manifest files under <ID>, and the registry
+    reads that tuple."""
+    guide = '(CONTRIBUTING.md, "Add an experiment")'
+    try:
+        module = importlib.import_module(f"absorb.experiments.{tid}")
+    except ModuleNotFoundError:
+        pytest.fail(f"theorem {tid!r} has no module python/absorb/experiments/{tid}.py {guide}")
+    held = [fn.__name__ for fn in getattr(module, "EXPERIMENTS", ())]
+    filed = get_theorem(tid).experiments
+    missing = [name for name in filed if name not in held]
+    extra = [name for name in held if name not in filed]
+    assert not missing, f"absorb.experiments.{tid}.EXPERIMENTS lacks {missing}, which the " \
+                        f"manifest files under {tid!r} {guide}"
+    assert not extra, f"absorb.experiments.{tid}.EXPERIMENTS holds {extra}, which the " \
+                      f"manifest does not file under {tid!r} {guide}"
+    assert experiments.BY_THEOREM[tid] is module.EXPERIMENTS, \
+        f"the registry does not read absorb.experiments.{tid} {guide}"
+
+
+def test_the_experiment_modules_are_the_theorem_ids() -> None:
+    """Besides the shared base, every module under experiments/ is a theorem's."""
+    here = Path(experiments.__file__).parent
+    modules = {p.stem for p in here.glob("*.py")} - {"__init__", "base"}
+    assert modules == set(THEOREM_IDS), sorted(modules ^ set(THEOREM_IDS))
+
+
+def test_registry_gaps_name_the_missing_piece() -> None:
+    """The registry's own check can fail, and names what is missing or stray."""
+    assert experiments.registry_gaps() == []
+    by = dict(experiments.BY_THEOREM)
+    del by["odd_part"]
+    by["degree"] = by["degree"][1:]
+    by["linearization"] = (*by["linearization"], experiments.EXPERIMENTS["odd_part_catalog"])
+    by["stray"] = ()
+    gaps = " | ".join(experiments.registry_gaps(by))
+    for piece in ("python/absorb/experiments/odd_part.py", "['degree_scaling_witness']",
+                  "absorb.experiments.linearization.EXPERIMENTS holds ['odd_part_catalog']",
+                  "absorb.experiments.stray is the module of no theorem ID"):
+        assert piece in gaps, gaps
+
+
 def test_unknown_experiment_is_bad_input() -> None:
     with pytest.raises(AbsorbError, match="unknown experiment"):
         experiments.run_experiment("nope")
@@ -132,7 +178,7 @@ def test_unknown_experiment_is_bad_input() -> None:
 
 def test_degree_witness_numbers_are_the_theorem() -> None:
     """The table of the degree experiment reproduces (2 − 2^k)Ax: re-derive one row."""
-    r = experiments.scaling.degree_scaling_witness(np.random.default_rng(3))
+    r = experiments.degree.degree_scaling_witness(np.random.default_rng(3))
     for row in r.table:
         assert row["k"] == 2.0
         assert row["discrepancy to (2 − 2^k)Ax"] < 1e-9 * row["‖f(2x) − 2^k f(x)‖"]  # type: ignore[operator]

@@ -23,7 +23,7 @@ from tests.conftest import REPO, CliResult
 
 from absorb import experiments, report, theory
 from absorb.errors import AbsorbError
-from absorb.experiments import scaling
+from absorb.experiments import degree
 from absorb.lean_project import find_root
 from absorb.manifest import THEOREM_IDS, THEOREMS
 from absorb.report import build, figures, text
@@ -317,7 +317,7 @@ def test_disagrees_and_open_from_real_runs(monkeypatch: pytest.MonkeyPatch) -> N
     """A tolerance of 0 makes the degree witness's round-off discrepancy count: `disagrees`
     (the experiment ran to the end); the open exploration is `open`, not counted."""
     assert experiments.run_experiment("degree_scaling_witness").status == "agrees"
-    monkeypatch.setattr(scaling, "EXACT_TOL", 0.0)
+    monkeypatch.setattr(degree, "EXACT_TOL", 0.0)
     result = experiments.run_experiment("degree_scaling_witness")
     assert result.status == "disagrees" and result.error is None
     opened = experiments.run_experiment("depth_open_relu_gelu").to_json()

@@ -7,6 +7,11 @@ dropped and the conclusion is shown to fail or the argument to break) or an expl
 *open* question (no theorem is claimed; ``agrees`` then says whether the numbers behave as the
 report's text describes).
 
+The experiments are grouped by theorem: ``absorb.experiments.<theorem ID>`` holds exactly the
+experiments the manifest (:mod:`absorb.manifest`) files under that ID, its controls and open
+explorations included; :mod:`absorb.experiments.base` holds the result type, the thresholds
+and the instance builders the modules share.
+
 Sizes are small on purpose: the whole registry runs in well under a minute on two cores, so the
 report (:mod:`absorb.report`) stays a few-minutes command.
 """
@@ -20,26 +25,42 @@ from types import MappingProxyType
 import numpy as np
 
 from absorb.errors import AbsorbError
+from absorb.experiments import (
+    bias_blowup,
+    bounded,
+    degree,
+    depth_degree,
+    depth_linearization,
+    depth_narrow,
+    generic_measure_zero,
+    index_set_necessary,
+    index_set_sufficient,
+    linearization,
+    odd_part,
+    reduction,
+    relaxation_certificate,
+)
 from absorb.experiments.base import STATUSES, Experiment, ExperimentResult
-from absorb.experiments.bounded import EXPERIMENTS_BOUNDED
-from absorb.experiments.certificates import EXPERIMENTS_CERTIFICATES
-from absorb.experiments.controls import EXPERIMENTS_CONTROLS
-from absorb.experiments.deep import EXPERIMENTS_DEEP
-from absorb.experiments.index_sets import EXPERIMENTS_INDEX_SETS
-from absorb.experiments.scaling import EXPERIMENTS_SCALING
-from absorb.experiments.search import EXPERIMENTS_SEARCH
 from absorb.manifest import THEOREMS
 
-__all__ = ["EXPERIMENTS", "POSITIVE_CONTROLS", "STATUSES", "Experiment", "ExperimentResult",
-           "check_registry", "experiment_rng", "run_experiment"]
+__all__ = ["BY_THEOREM", "EXPERIMENTS", "POSITIVE_CONTROLS", "STATUSES", "Experiment",
+           "ExperimentResult", "check_registry", "experiment_rng", "registry_gaps",
+           "run_experiment"]
 
-#: Every experiment, by name. A new family of experiments lives in a module of its own and
-#: adds its tuple here.
+#: The experiments of each theorem, keyed by the name of their module: the module
+#: ``absorb.experiments.<theorem ID>`` holds, in its tuple ``EXPERIMENTS``, exactly the
+#: experiments that the manifest files under that ID (a theorem's controls live with it), so
+#: manifest → module → report is one hop. :func:`check_registry` holds the two together.
+BY_THEOREM: Mapping[str, tuple[Experiment, ...]] = MappingProxyType({
+    module.__name__.rpartition(".")[2]: module.EXPERIMENTS
+    for module in (reduction, degree, linearization, bounded, depth_degree, depth_linearization,
+                   depth_narrow, odd_part, index_set_sufficient, index_set_necessary,
+                   generic_measure_zero, relaxation_certificate, bias_blowup)
+})
+
+#: Every experiment, by name.
 EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType({
-    fn.__name__: fn for fn in (*EXPERIMENTS_SCALING, *EXPERIMENTS_INDEX_SETS,
-                               *EXPERIMENTS_CONTROLS, *EXPERIMENTS_DEEP,
-                               *EXPERIMENTS_CERTIFICATES, *EXPERIMENTS_SEARCH,
-                               *EXPERIMENTS_BOUNDED)
+    fn.__name__: fn for fns in BY_THEOREM.values() for fn in fns
 })
 
 #: Negative results (the search found nothing, no index set, fraction 0) and the experiment of
@@ -56,9 +77,37 @@ POSITIVE_CONTROLS: Mapping[str, str] = MappingProxyType({
 _FILED_UNDER: Mapping[str, str] = {name: thm.id for thm in THEOREMS for name in thm.experiments}
 
 
+def registry_gaps(by_theorem: Mapping[str, Collection[Experiment]] | None = None) -> list[str]:
+    """What the experiment modules lack against the manifest, one entry a gap: a theorem with no
+    module named by its ID, a module named by no theorem ID, and per theorem the experiments
+    the manifest files under it that its module does not hold, and the other way round.
+
+    ``by_theorem`` defaults to :data:`BY_THEOREM`.
+    """
+    modules = BY_THEOREM if by_theorem is None else by_theorem
+    gaps = [f"absorb.experiments.{tid} is the module of no theorem ID" for tid in modules
+            if tid not in {thm.id for thm in THEOREMS}]
+    for thm in THEOREMS:
+        if thm.id not in modules:
+            gaps.append(f"theorem {thm.id!r} has no module python/absorb/experiments/{thm.id}.py "
+                        "in BY_THEOREM")
+            continue
+        held = [fn.__name__ for fn in modules[thm.id]]
+        missing = [name for name in thm.experiments if name not in held]
+        extra = [name for name in held if name not in thm.experiments]
+        if missing:
+            gaps.append(f"theorem {thm.id!r}: the manifest files {missing} under it, but "
+                        f"absorb.experiments.{thm.id}.EXPERIMENTS does not hold them")
+        if extra:
+            gaps.append(f"theorem {thm.id!r}: absorb.experiments.{thm.id}.EXPERIMENTS holds "
+                        f"{extra}, which the manifest does not file under it")
+    return gaps
+
+
 def check_registry(registered: Collection[str] | None = None) -> None:
     """The registry checks itself against the manifest: every experiment the manifest names is
-    registered, every registered one is named, and every positive control is registered.
+    registered, every registered one is named, every positive control is registered, and each
+    theorem's module holds exactly the experiments filed under it (:func:`registry_gaps`).
 
     ``registered`` defaults to the keys of :data:`EXPERIMENTS`.
     """
@@ -66,9 +115,11 @@ def check_registry(registered: Collection[str] | None = None) -> None:
     unknown = sorted(set(_FILED_UNDER) - names)
     unused = sorted(names - set(_FILED_UNDER))
     controls = sorted(c for c in POSITIVE_CONTROLS.values() if c not in names)
-    if unknown or unused or controls:
+    gaps = registry_gaps()
+    if unknown or unused or controls or gaps:
         raise AbsorbError(f"manifest experiments not registered: {unknown}; registered but "
-                          f"unused: {unused}; positive controls not registered: {controls}")
+                          f"unused: {unused}; positive controls not registered: {controls}; "
+                          f"modules: {'; '.join(gaps) or 'as filed'}")
 
 
 def run_experiment(name: str, seed: int = 0) -> ExperimentResult:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from absorb.activations import get_activation
-from absorb.blocks import Block, random_block
+from absorb.blocks import Block, planted_block, random_block, stack_forward
 
 if TYPE_CHECKING:
     from absorb.fits import FitResult
@@ -35,7 +36,11 @@ FIT_RESTARTS, FIT_STEPS, FIT_SAMPLES, FIT_REDRAWS = 8, 40, 128, 6
 #: A fit stops restarting once it is this close at every scale (so only the fits that succeed
 #: finish early; the negative results spend the whole budget).
 FIT_STOP = 1e-9
-FIT_SCALES: tuple[float, ...] = (0.01, 1.0, 100.0)
+#: The input scales at which experiments draw their test points and measure their fits: small
+#: (where the skip term of a degree-2 block dominates), unit and large.
+SCALES: tuple[float, ...] = (0.01, 1.0, 100.0)
+#: A search "finds" an exact block below this (max over scales of the held-out relative error).
+FOUND_TOL = 1e-8
 
 
 #: The four evidence states of an experiment (``ExperimentResult.status``).
@@ -127,24 +132,24 @@ def _rel(a: Array, b: Array) -> float:
 
 
 def _points(rng: np.random.Generator, d: int, m: int = 64) -> Array:
-    """m Gaussian inputs at each of the scales 1e-2, 1, 1e2 (the scales the arguments use)."""
-    return np.concatenate([s * rng.standard_normal((m, d)) for s in (1e-2, 1.0, 1e2)])
+    """m Gaussian inputs at each of the SCALES 1e-2, 1, 1e2 (the scales the arguments use)."""
+    return np.concatenate([s * rng.standard_normal((m, d)) for s in SCALES])
 
 
 def _planted(name: str, d: int, n: int, rng: np.random.Generator, *, biases: bool = False,
              skip: Array | None = None) -> Block:
-    """A random block with W_down[:,S] W_up[S,:] = −A for S = {0..d−1}.
+    """A random block of activation ``name`` with a planted index set S of d + 1 units (at most
+    n), so that W_down[:,S] W_up[S,:] = −A (:func:`absorb.blocks.planted_block`); the other
+    units stay random, so S is planted in otherwise generic weights. The generic block drawn
+    first is only the template of its kind and size."""
+    return planted_block(random_block(get_activation(name), d, n, rng, biases=biases, skip=skip),
+                         rng)
 
-    W_up[S] is a random (well-conditioned) d×d matrix B and W_down[:,S] = −A B⁻¹; the other
-    units stay random, so S is planted in otherwise generic weights.
-    """
-    base = random_block(get_activation(name), d, n, rng, biases=biases, skip=skip)
-    A = base.skip_matrix()
-    B = np.eye(d) + 0.3 * rng.standard_normal((d, d))
-    W_up, W_down = base.W_up.copy(), base.W_down.copy()
-    W_up[:d] = B
-    W_down[:, :d] = -A @ np.linalg.inv(B)
-    return Block(base.activation, W_up, W_down, base.W_gate, base.b_up, base.b_down, skip)
+
+def _fractions(M: NDArray[Any]) -> NDArray[Any]:
+    """M as an object array of exact Fractions (float or integer entries)."""
+    out: NDArray[Any] = np.vectorize(Fraction, otypes=[object])(M)
+    return out
 
 
 def _residual_free(name: str, d: int, n: int, rng: np.random.Generator) -> Block:
@@ -171,6 +176,10 @@ def _series(label: str, x: Sequence[object] | Array, y: Sequence[object] | Array
     return out
 
 
+def _worst(errors: dict[float, float]) -> float:
+    return max(errors.values())
+
+
 def decade(x: float, floor: float = 1e-16) -> float:
     """The power of ten at or below max(x, floor): fit errors are path-dependent in their digits
     (a last-bit difference, e.g. from the memory alignment numpy's SIMD reductions see, can
@@ -187,7 +196,7 @@ def budget_fit(target: Block, width: int, rng: np.random.Generator, *, every_res
     negative results run them all anyway, since none of their restarts gets below FIT_STOP)."""
     from absorb.fits import fit_residual_free
 
-    return fit_residual_free(target, width=width, scales=FIT_SCALES, rng=rng,
+    return fit_residual_free(target, width=width, scales=SCALES, rng=rng,
                              restarts=FIT_RESTARTS, steps=FIT_STEPS, samples=FIT_SAMPLES,
                              stop_below=None if every_restart else FIT_STOP,
                              redraws=FIT_REDRAWS)
@@ -196,3 +205,51 @@ def budget_fit(target: Block, width: int, rng: np.random.Generator, *, every_res
 def recovered(per_restart: Sequence[dict[float, float]], tol: float) -> tuple[int, int]:
     """(k, m): k of the m restarts that ran reached ``tol`` at every scale."""
     return sum(max(r.values()) <= tol for r in per_restart), len(per_restart)
+
+
+# --------------------------------------------------------------------------------------------
+# the t → 0⁺ limits of residual and residual-free stacks (depth_degree, depth_linearization)
+
+
+def _stack_limits(name: str, rng: np.random.Generator, L: int = 3) -> list[dict[str, object]]:
+    """Rows per t ∈ TS of ‖R(tx)/t − x‖ and ‖H(tx)/t‖ for a random residual stack R and a
+    random residual-free stack H of depth L (activation ``name``, d = 3, n = 6) at a random x."""
+    d, n = 3, 6
+    act = get_activation(name)
+    R = [random_block(act, d, n, rng) for _ in range(L)]
+    H = [_residual_free(name, d, n, rng) for _ in range(L)]
+    x = rng.standard_normal(d)
+    t = np.asarray(TS)
+    R_gap = np.linalg.norm(stack_forward(R, t[:, None] * x) / t[:, None] - x, axis=1)
+    H_size = np.linalg.norm(stack_forward(H, t[:, None] * x) / t[:, None], axis=1)
+    return [{"activation": name, "L": L, "t": float(ti), "‖R(tx)/t − x‖": float(r),
+             "‖H(tx)/t‖": float(h), "‖x‖": float(np.linalg.norm(x))}
+            for ti, r, h in zip(t, R_gap, H_size, strict=True)]
+
+
+def _limits_agree(rows: Sequence[dict[str, object]]) -> bool:
+    """At the smallest t, R(tx)/t is within 10⁻³‖x‖ of x and H(tx)/t within 10⁻³‖x‖ of 0."""
+    last = rows[-1]
+    xn = _num(last["‖x‖"])
+    return (_num(last["‖R(tx)/t − x‖"]) < 1e-3 * xn
+            and _num(last["‖H(tx)/t‖"]) < 1e-3 * xn)
+
+
+def _depth_figure(rows: Sequence[dict[str, object]], title: str, rate: str
+                  ) -> dict[str, object]:
+    """The figure of :func:`_stack_limits` rows: one panel per activation, ``rate`` saying how
+    fast H(tx)/t falls."""
+    series = []
+    for name in dict.fromkeys(str(r["activation"]) for r in rows):
+        part = [r for r in rows if r["activation"] == name]
+        series.append(_series("‖R(tx)/t − x‖ (residual stack)", TS,
+                              [r["‖R(tx)/t − x‖"] for r in part], panel=name))
+        series.append(_series("‖H(tx)/t‖ (residual-free stack)", TS,
+                              [r["‖H(tx)/t‖"] for r in part], panel=name))
+    return {"title": title, "xlabel": "t", "ylabel": "norm", "xscale": "log", "yscale": "log",
+            "series": series,
+            "caption": "Look for: both curves fall to 0 as t → 0⁺, but they say opposite things. "
+                       "R(tx)/t − x → 0 means the residual stack tends to the identity near 0, "
+                       f"while H(tx)/t → 0 ({rate}) means the residual-free stack tends to the "
+                       "zero map: near 0 they differ by about ‖x‖, so they are not equal. The "
+                       "plotted values are the table's, unclipped."}

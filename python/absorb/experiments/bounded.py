@@ -10,7 +10,7 @@ import numpy as np
 
 from absorb.activations import CATALOG
 from absorb.blocks import random_block
-from absorb.experiments.base import ExperimentResult
+from absorb.experiments.base import Experiment, ExperimentResult
 
 
 def bounded_unbounded_ray(rng: np.random.Generator) -> ExperimentResult:
@@ -42,4 +42,7 @@ def bounded_unbounded_ray(rng: np.random.Generator) -> ExperimentResult:
                 "impossible, each unbounded along its witness ray")
 
 
-EXPERIMENTS_BOUNDED = (bounded_unbounded_ray,)
+#: The experiments the manifest files under ``bounded``, in its order.
+EXPERIMENTS: tuple[Experiment, ...] = (
+    bounded_unbounded_ray,
+)

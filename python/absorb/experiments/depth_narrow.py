@@ -1,4 +1,4 @@
-"""Experiments on deep stacks: depth_narrow, the image-cone construction, and the open case.
+"""The ``depth_narrow`` theorem on deep stacks, the image-cone construction, and the open case.
 
 * depth_narrow, certified: random narrow ReLU stacks (n₁ < 2d) and biased GELU stacks with
   small weights get ``not_absorbed`` with exact determinant certificates.
@@ -19,7 +19,7 @@ import numpy as np
 
 from absorb.activations import get_activation
 from absorb.blocks import Block, ExactWeights, random_block
-from absorb.experiments.base import EXACT_TOL, ExperimentResult, _num, _series, decade
+from absorb.experiments.base import EXACT_TOL, Experiment, ExperimentResult, _num, _series, decade
 from absorb.stacks import decide_stack, fit_stack, stack_jacobian
 from absorb.stacks.arrangement import active_pattern, region_points
 from absorb.stacks.exact import det, exact_weights
@@ -359,5 +359,11 @@ def deep_open_fits(rng: np.random.Generator) -> ExperimentResult:
                 f"stay at or above {generic:.0e} relative error (evidence only)")
 
 
-EXPERIMENTS_DEEP = (deep_narrow_certified, deep_narrow_control_planted, deep_image_cone_example,
-                    deep_open_jacobian_rank, deep_open_fits)
+#: The experiments the manifest files under ``depth_narrow``, in its order.
+EXPERIMENTS: tuple[Experiment, ...] = (
+    deep_narrow_certified,
+    deep_narrow_control_planted,
+    deep_image_cone_example,
+    deep_open_jacobian_rank,
+    deep_open_fits,
+)

@@ -1,20 +1,23 @@
-"""Experiments of the blow-up theorem and the dual certificate (THEORY.md: bias_blowup, dual
-certificate under relaxation_certificate)."""
+"""The ``bias_blowup`` theorem: σ(tz + c)/t → ReLU(z) uniformly for the entries that are ReLU at
+infinity, and the controls where the limit fails."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
-from absorb import certificates
 from absorb.activations import get_activation, relu
-from absorb.experiments.base import Array, ExperimentResult, _series
+from absorb.experiments.base import Array, Experiment, ExperimentResult, _series
 
 #: The t sequence of the blow-up limit (t → ∞).
 BLOWUP_TS: tuple[float, ...] = (1.0, 1e1, 1e2, 1e3, 1e4)
+
+
 _Z = np.linspace(-3.0, 3.0, 121)
+
+
 _C = np.linspace(-2.0, 2.0, 9)
+
+
 # sup|σ − ReLU| is attained near 0 for every entry below; a wide fine grid finds it.
 _SUP_GRID = np.linspace(-60.0, 60.0, 240_001)
 
@@ -107,88 +110,8 @@ def blowup_control_not_relu_at_infinity(rng: np.random.Generator) -> ExperimentR
     )
 
 
-def _planted_exact(d: int, n: int, rng: np.random.Generator) -> tuple[Array, Array, list[int]]:
-    """Integer weights with W_down[:,S] W_up[S,:] = −I exactly for S = {0..d}."""
-    W_up = rng.integers(-3, 4, size=(n, d)).astype(np.float64)
-    W_down = rng.integers(-3, 4, size=(d, n)).astype(np.float64)
-    W_up[:d] = np.eye(d)
-    W_down[:, :d] = -np.eye(d) - np.outer(W_down[:, d], W_up[d])
-    return W_up, W_down, list(range(d + 1))
-
-
-def _fractions(M: Array) -> object:
-    return np.vectorize(Fraction, otypes=[object])(M)
-
-
-_SIZES = ((2, 4), (2, 5), (2, 6), (2, 7), (3, 9), (3, 10), (3, 11), (3, 12))
-
-
-def dual_certificate_beyond_d_squared(rng: np.random.Generator) -> ExperimentResult:
-    """n ≥ d²: r² = 0 and least squares says nothing, yet the separation LP's certificate,
-    rounded to a dyadic grid and checked exactly, proves "no index set" for most Gaussian
-    instances; each certified instance is re-checked by brute force over all 2ⁿ subsets."""
-    rows: list[dict[str, object]] = []
-    draws = 15
-    for d, n in _SIZES:
-        certified = zero = wrong = 0
-        for _ in range(draws):
-            W_up, W_down = rng.standard_normal((n, d)), rng.standard_normal((d, n))
-            zero += certificates.relaxation(W_up, W_down).is_zero
-            cert = certificates.dual_certificate(W_up, W_down)
-            if cert is not None:
-                certified += 1
-                Y = cert.rational().fractions()
-                ok = certificates.check_dual(W_up, W_down, Y, exact=True).valid
-                wrong += (not ok) or certificates.brute_force_index_set(W_up, W_down) is not None
-        rows.append({"d": d, "n": n, "draws": draws, "r² counts as zero": zero / draws,
-                     "certified exactly": certified / draws, "certified but refuted": wrong})
-    total = sum(_num_fraction(r["certified exactly"]) for r in rows) / len(rows)
-    agrees = all(r["certified but refuted"] == 0 for r in rows) and total > 0.5
-    return ExperimentResult(
-        "dual_certificate_beyond_d_squared", "relaxation_certificate",
-        "Beyond n = d² the relaxation residual is 0, but a separating Y (HiGHS LP, rounded to "
-        "a dyadic grid, checked in exact rational arithmetic) still proves that no index set "
-        "exists for most Gaussian instances; brute force confirms every certified instance.",
-        agrees, rows, positive_control="dual_certificate_control_planted",
-        summary=f"{total:.0%} of instances certified exactly, none refuted",
-    )
-
-
-def _num_fraction(v: object) -> float:
-    assert isinstance(v, float)  # table cells written above
-    return v
-
-
-def dual_certificate_control_planted(rng: np.random.Generator) -> ExperimentResult:
-    """Positive control of the same sizes: with a planted index set −A lies in the zonotope,
-    so no certificate may exist (none passes the exact check), and the exact search finds S."""
-    rows: list[dict[str, object]] = []
-    draws = 5
-    for d, n in _SIZES:
-        certified = found = 0
-        for _ in range(draws):
-            W_up, W_down, _ = _planted_exact(d, n, rng)
-            certified += certificates.dual_certificate(_fractions(W_up),
-                                                       _fractions(W_down)) is not None
-            res = certificates.find_index_set(_fractions(W_up), _fractions(W_down))
-            found += res.status == "found" and res.S is not None and \
-                certificates.check_index_set(W_up, W_down, res.S)
-        rows.append({"d": d, "n": n, "draws": draws, "certified (must be 0)": certified,
-                     "index set found and checked exactly": found / draws})
-    agrees = all(r["certified (must be 0)"] == 0 and r["index set found and checked exactly"]
-                 == 1.0 for r in rows)
-    return ExperimentResult(
-        "dual_certificate_control_planted", "relaxation_certificate",
-        "Positive control: planted integer instances of the same sizes get no certificate "
-        "(none can exist) and the exact search finds and verifies their index set.",
-        agrees, rows, control=True,
-        summary="no certificate on planted instances; every planted S found exactly",
-    )
-
-
-EXPERIMENTS_CERTIFICATES = (
+#: The experiments the manifest files under ``bias_blowup``, in its order.
+EXPERIMENTS: tuple[Experiment, ...] = (
     blowup_uniform_limit,
     blowup_control_not_relu_at_infinity,
-    dual_certificate_beyond_d_squared,
-    dual_certificate_control_planted,
 )
