@@ -321,12 +321,13 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
     block is small enough and its plan fits; None when it would not.
 
     Not redundant with the float search, although that looks for an exact set first: it runs
-    its exact meet-in-the-middle only when predicted cheaper than its own float plan (and
-    never after a unique real solution that rounds to a set within the tolerance), so its
-    "found" can be a set within the tolerance beside an exact one, and its "none" is no proof
-    when the exact search did not run. The search over ℚ decides both on the stored values:
-    the exact relaxation, HiGHS on the integer rows, and the exact meet-in-the-middle up to
-    its full time limit, not only the preferred one."""
+    its exact meet-in-the-middle only when predicted cheaper than its own float plan (then
+    also at most 2^26 subset sums) and not after a unique real solution that rounds to a set
+    within the tolerance. So a float "found" may be a set within the tolerance beside an exact
+    one, and a float "none" is no proof when the exact search did not run (random ReLU
+    blocks at d = 2, n = 52: a float "none" from HiGHS that only this exact
+    meet-in-the-middle, in about a minute, turns into not_absorbed). Over ℚ the search
+    decides both on the stored values, up to the exact search's full time limit."""
     if block.n * block.d > EXACT_SEARCH_MAX_WEIGHTS:
         return None
     res = certificates.find_index_set(*rational_weights(block), dual=False)
