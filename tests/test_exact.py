@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 from fractions import Fraction
-from itertools import combinations
+from itertools import combinations, permutations
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,17 @@ from hypothesis import strategies as st
 
 from absorb.certificates import check_index_set, find_index_set
 from absorb.errors import AbsorbError
-from absorb.exact import integers, matmul_mod, product_equals, rank, rref
+from absorb.exact import (
+    det,
+    identity,
+    integers,
+    inverse,
+    matmul_mod,
+    null_space,
+    product_equals,
+    rank,
+    rref,
+)
 from absorb.rationals import RationalMatrix, rational_text
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -192,6 +202,49 @@ def test_rank_matches_rational_elimination(r: int, c: int, data: st.DataObject) 
     if r >= 2 and data.draw(st.booleans()):
         M[r - 1] = M[0] * Fraction(-5, 3)  # a dependent row
     assert rank(M) == len(rref([list(row) for row in M])[1])
+
+
+def leibniz(M: Any) -> Fraction:
+    """det M by the Leibniz formula (sum over permutations): independent of any elimination."""
+    size = M.shape[0]
+    total = Fraction(0)
+    for perm in permutations(range(size)):
+        inversions = sum(perm[i] > perm[j] for i in range(size) for j in range(i + 1, size))
+        term = Fraction(-1 if inversions % 2 else 1)
+        for i in range(size):
+            term *= M[i, perm[i]]
+        total += term
+    return total
+
+
+@settings(max_examples=60 * SCALE, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.data())
+def test_det_inverse_and_null_space_over_q(r: int, c: int, data: st.DataObject) -> None:
+    """det agrees with the Leibniz formula; M·M⁻¹ = I exactly, and M⁻¹ is None iff det = 0;
+    the null space is annihilated by M and has dimension c − rank M."""
+    vals = st.fractions(min_value=-3, max_value=3, max_denominator=7)
+    M = np.array(data.draw(st.lists(vals, min_size=r * c, max_size=r * c)),
+                 dtype=object).reshape(r, c)
+    if r >= 2 and data.draw(st.booleans()):
+        M[r - 1] = M[0] * Fraction(-5, 3)  # a dependent row
+    N = null_space(M)
+    assert N.shape == (c, c - rank(M))
+    assert np.all(M @ N == 0)
+    assert rank(N) == N.shape[1]
+    if r != c:
+        with pytest.raises(ValueError, match="square"):
+            det(M)
+        return
+    assert det(M) == leibniz(M)
+    inv = inverse(M)
+    assert (inv is None) == (leibniz(M) == 0)
+    if inv is not None:
+        assert np.array_equal(M @ inv, identity(r))
+
+
+def test_det_of_floats_is_the_determinant_of_their_dyadic_values() -> None:
+    M = np.array([[1.0, 1.0], [1.0, 1.0 + 2.0**-52]])
+    assert det(M) == Fraction(1, 2**52)
 
 
 def test_a_float64_rank_two_matrix_with_a_tiny_singular_value() -> None:

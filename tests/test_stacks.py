@@ -15,9 +15,9 @@ from tests.conftest import REPO, CliResult
 from absorb.activations import get_activation
 from absorb.blocks import Block, random_block, stack_forward
 from absorb.errors import AbsorbError
+from absorb.exact import as_fractions
 from absorb.stacks import decide_stack, load_stack, load_weights, stack_jacobian
 from absorb.stacks.arrangement import active_pattern, region_bound, region_points
-from absorb.stacks.exact import as_fractions
 from absorb.stacks.fit import fit_stack, flatten, unflatten
 
 Cli = Callable[..., CliResult]

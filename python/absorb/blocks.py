@@ -5,18 +5,25 @@ Gated:    f(x) = A x + W_down (g(W_gate x) ⊙ (W_up x + b_up)) + b_down
 Residual-free (``residual=False``): the same without the A x term.
 
 A batch X is an (m, d) array; the block maps it to (m, d). ``A_skip=None`` is the identity skip.
+
+The weights as stored (:func:`stored_weights`, :func:`stored_biases`, :func:`stored_arrays`):
+the rational originals of an exact input (``Block.exact``), else the float64 arrays — every
+float is a dyadic rational, so both are the stored numbers exactly; :func:`rational_weights`
+gives them as ``fractions.Fraction`` arrays with the identity skip written out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from absorb.activations import Activation
 from absorb.errors import AbsorbError
+from absorb.exact import as_fractions, identity
 
 Array = NDArray[np.float64]
 ObjectArray = NDArray[np.object_]
@@ -113,6 +120,53 @@ class Block:
         if self.residual:
             out = out + (batch if self.A_skip is None else batch @ self.A_skip.T)
         return out[0] if single else out
+
+
+def _stored(block: Block, key: str) -> Any:
+    """One array of the block as stored (None if absent): for exact input its rational
+    original, or — an array a hand-built block gave only as floats — those floats as
+    rationals; float64 otherwise. Exact input never passes through float."""
+    value = getattr(block, key)
+    if block.exact is None or value is None:
+        return value
+    original = getattr(block.exact, key)
+    return as_fractions(value) if original is None else original
+
+
+def stored_weights(block: Block) -> tuple[Any, Any, Any]:
+    """(W_up, W_down, A) as stored (Fractions for exact input, float64 otherwise), with A None
+    for the identity skip: the form the index-set search and the exact checks take, which
+    treat None as I without building it."""
+    return _stored(block, "W_up"), _stored(block, "W_down"), _stored(block, "A_skip")
+
+
+def rational_weights(block: Block) -> tuple[ObjectArray, ObjectArray, ObjectArray]:
+    """(W_up, W_down, A) as stored, over ℚ: Fraction arrays (a float is its dyadic value),
+    with the identity skip written out as the d×d identity, for arithmetic such as
+    A + W_down D W_up."""
+    W_up, W_down, A = stored_weights(block)
+    return (as_fractions(W_up), as_fractions(W_down),
+            identity(block.d) if A is None else as_fractions(A))
+
+
+def stored_biases(block: Block) -> tuple[Any, Any]:
+    """(b_up, b_down) as stored (Fractions for exact input, float64 otherwise), None if absent."""
+    return _stored(block, "b_up"), _stored(block, "b_down")
+
+
+def stored_arrays(block: Block) -> dict[str, Any]:
+    """The block's own MLP arrays as stored, by name (W_up, W_down and those of W_gate, b_up,
+    b_down that it has): the rational originals for exact input."""
+    out = {key: _stored(block, key) for key in ("W_up", "W_down", "W_gate", "b_up", "b_down")}
+    return {key: value for key, value in out.items() if value is not None}
+
+
+def float_view_finite(block: Block) -> bool:
+    """Whether every float array of the block is finite (false only for exact input with an
+    entry beyond the float range, which the reader keeps as ±inf beside its rational)."""
+    return all(bool(np.all(np.isfinite(m))) for m in (
+        block.W_up, block.W_down, block.W_gate, block.b_up, block.b_down, block.A_skip)
+        if m is not None)
 
 
 def random_block(

@@ -4,8 +4,10 @@ The bottom layer for every exact decision (certificates, theory, stacks). Every 
 float16/bfloat16/float32/float64 value is a dyadic rational m·2^e, so the stored weights ARE
 rationals; exact input arrives as ``fractions.Fraction`` (or integers, or "p/q" strings).
 
-* Rationals: :func:`to_fraction`, :func:`as_fractions`, :func:`identity`, :func:`rref`,
-  :func:`rank` (fraction-free Gaussian elimination on integers; Python integers never round).
+* Rationals: :func:`to_fraction`, :func:`as_fractions`, :func:`identity`; linear algebra over
+  ℚ: :func:`rank` and :func:`det` (fraction-free Gaussian elimination on integers; Python
+  integers never round), :func:`rref`, :func:`inverse` and :func:`null_space` (Gauss–Jordan on
+  Fractions).
 * Integer scaling: :func:`integers` writes a matrix M as N·``scale`` with N an integer matrix
   and ``scale`` an exact rational (a power of two for floats: 2^(smallest exponent)); huge
   float exponent spreads are never expanded — N is kept as odd mantissas times powers of
@@ -30,10 +32,10 @@ from numpy.typing import NDArray
 
 from absorb.errors import AbsorbError
 
-__all__ = ["Scaled", "as_fractions", "bilinear_rows", "frobenius_product", "identity",
-           "index_set_holds", "integers",
-           "json_float", "matmul_mod", "negated", "primes_below", "product_equals", "rank",
-           "rref", "safe_float", "to_fraction"]
+__all__ = ["Scaled", "as_fractions", "bilinear_rows", "det", "frobenius_product", "identity",
+           "index_set_holds", "integers", "inverse", "json_float", "matmul_mod", "negated",
+           "null_space", "primes_below", "product_equals", "rank", "rref", "safe_float",
+           "to_fraction"]
 
 ObjArray = NDArray[np.object_]
 IntArray = NDArray[np.int64]
@@ -153,24 +155,30 @@ def rref(M: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:
     return M, pivots
 
 
-def rank(M: Any) -> int:
-    """The exact rank of a matrix of rationals (Fractions, integers, floats as dyadics).
+def _bareiss(M: Any) -> tuple[int, Fraction]:
+    """(rank M, det M) of a matrix of rationals (det: for square M, 0 when singular; 1 for an
+    empty matrix).
 
-    Each row is scaled by the lcm of its denominators (rank unchanged), then fraction-free
-    Gaussian elimination (Bareiss) runs on Python integers: every intermediate entry is a
-    minor of the matrix, so the numbers stay small and nothing rounds.
+    Each row is scaled by the lcm m_i of its denominators (rank unchanged, det multiplied by
+    Π m_i), then fraction-free Gaussian elimination (Bareiss) runs on Python integers: every
+    intermediate entry is a minor of the scaled matrix, so the numbers stay small and nothing
+    rounds; the last pivot of a square matrix of full rank is its determinant up to the sign
+    of the row swaps.
     """
     Q = as_fractions(M)
     if Q.ndim != 2 or Q.size == 0:
-        return 0
+        return 0, Fraction(1)
     rows_int: list[list[int]] = []
+    scale = 1
     for row in Q:
         m = math.lcm(*(q.denominator for q in row))
         rows_int.append([q.numerator * (m // q.denominator) for q in row])
+        scale *= m
     R = np.array(rows_int, dtype=object)
     nrows, ncols = R.shape
     r = 0
     prev = 1
+    sign = 1
     for col in range(ncols):
         if r == nrows:
             break
@@ -180,13 +188,54 @@ def rank(M: Any) -> int:
         p = r + int(nz[0])
         if p != r:
             R[[r, p]] = R[[p, r]]
+            sign = -sign
         piv = R[r, col]
         below = R[r + 1 :]
         # Bareiss: row_i ← (piv·row_i − a_i·row_r) / prev, exact division
         R[r + 1 :] = (piv * below - np.outer(below[:, col], R[r])) // prev
         prev = piv
         r += 1
-    return r
+    full = nrows == ncols == r
+    return r, Fraction(sign * int(prev), scale) if full else Fraction(0)
+
+
+def rank(M: Any) -> int:
+    """The exact rank of a matrix of rationals (Fractions, integers, floats as dyadics), by
+    fraction-free elimination on integers (:func:`_bareiss`)."""
+    return _bareiss(M)[0]
+
+
+def det(M: Any) -> Fraction:
+    """det M of a square matrix of rationals, exactly (the same elimination as :func:`rank`)."""
+    shape = np.shape(M)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"det needs a square matrix, got shape {shape}")
+    return _bareiss(M)[1]
+
+
+def inverse(M: Any) -> ObjArray | None:
+    """M⁻¹ over ℚ (None when M is singular), from the reduced row echelon form of [M | I]."""
+    Q = as_fractions(M)
+    size = Q.shape[0]
+    R, pivots = rref([list(row) for row in np.concatenate([Q, identity(size)], axis=1)])
+    if pivots[:size] != list(range(size)):
+        return None
+    return np.array([row[size:] for row in R], dtype=object).reshape(size, size)
+
+
+def null_space(M: Any) -> ObjArray:
+    """A basis of {x : M x = 0} over ℚ, as the columns of the returned matrix (from the
+    reduced row echelon form: one basis vector per free column)."""
+    Q = as_fractions(M)
+    cols = Q.shape[1]
+    R, pivots = rref([list(row) for row in Q])
+    free = [c for c in range(cols) if c not in pivots]
+    basis: ObjArray = np.full((cols, len(free)), Fraction(0), dtype=object)
+    for k, f in enumerate(free):
+        basis[f, k] = Fraction(1)
+        for r, p in enumerate(pivots):
+            basis[p, k] = -R[r][f]
+    return basis
 
 
 # --------------------------------------------------------------------------------------------

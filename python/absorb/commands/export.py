@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 
 from absorb.atomic_files import write_atomic
-from absorb.blocks import Block
+from absorb.blocks import Block, stored_biases, stored_weights
 from absorb.errors import AbsorbError
 from absorb.rationals import RationalMatrix, rational_text
-from absorb.theory.common import stored_biases, stored_weights
 from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict
 
 __all__ = ["FORMAT", "checker_document", "ensure_writable", "export_document",

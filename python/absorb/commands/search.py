@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from absorb.blocks import Block, planted_block, random_block
+from absorb.blocks import Block, planted_block, random_block, stored_weights
 from absorb.budget import require, search_cost
 from absorb.commands.options import (
     add_block_options,
@@ -22,7 +22,7 @@ from absorb.commands.options import (
 from absorb.commands.result import Result
 from absorb.errors import AbsorbError
 from absorb.fits.fit import DEFAULT_STEPS, FitResult, default_samples, fit_residual_free
-from absorb.theory import applicable_theorems, decide, stored_weights
+from absorb.theory import applicable_theorems, decide
 from absorb.verdicts import Absorbed, Impossible, NotAbsorbed, exact_zero_skip
 
 NAME = "search"

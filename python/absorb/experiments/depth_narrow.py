@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from absorb.activations import get_activation
-from absorb.blocks import Block, ExactWeights, random_block
+from absorb.blocks import Block, ExactWeights, random_block, rational_weights
+from absorb.exact import det
 from absorb.experiments.base import EXACT_TOL, Experiment, ExperimentResult, _num, _series, decade
 from absorb.stacks import decide_stack, fit_stack, stack_jacobian
 from absorb.stacks.arrangement import active_pattern, region_points
-from absorb.stacks.exact import det, exact_weights
 from absorb.stacks.fit import layerwise_start
 from absorb.stacks.narrow import check_determinants
 
@@ -227,7 +227,7 @@ def _jacobian_rank(blocks: list[Block], rng: np.random.Generator) -> tuple[int, 
 
 def _folds(block: Block) -> bool | None:
     """Whether det(I + W D U) takes both signs over the realized patterns (None: too many)."""
-    U, W, A = exact_weights(block)
+    U, W, A = rational_weights(block)
     points = region_points(U)
     if points is None:
         return None

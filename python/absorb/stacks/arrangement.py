@@ -24,7 +24,7 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.blocks import ObjectArray
-from absorb.stacks.exact import null_space, rank
+from absorb.exact import null_space, rank
 
 Vector = tuple[Fraction, ...]
 

@@ -33,11 +33,10 @@ import numpy as np
 from scipy.optimize import linprog
 
 from absorb import certificates
-from absorb.blocks import Block, ObjectArray
-from absorb.exact import safe_float
+from absorb.blocks import Block, ObjectArray, rational_weights, stored_biases
+from absorb.exact import as_fractions, det, inverse, safe_float
 from absorb.rationals import rational_text
 from absorb.stacks.arrangement import MAX_RAY_SUBSETS, Vector, arrangement_rays
-from absorb.stacks.exact import as_fractions, det, exact_weights, inverse
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def index_set_match(block: Block, layer: int) -> tuple[LayerMatch | None, dict[s
 
     Rational input is searched exactly; float input with the float search's tolerance.
     """
-    U, W, A = exact_weights(block)
+    U, W, A = rational_weights(block)
     exact = block.exact is not None
     result = (certificates.find_index_set(U, W, A) if exact
               else certificates.find_index_set(block.W_up, block.W_down, block.A_skip))
@@ -93,12 +92,9 @@ def index_set_match(block: Block, layer: int) -> tuple[LayerMatch | None, dict[s
     D[S] = -1
     weights = {"W_up": D[:, None] * U, "W_down": W.copy()}
     if block.has_biases:
-        ex = block.exact
-        b_up = (ex.b_up if ex is not None and ex.b_up is not None
-                else as_fractions(block.b_up if block.b_up is not None else np.zeros(block.n)))
-        b_down = (ex.b_down if ex is not None and ex.b_down is not None
-                  else as_fractions(block.b_down if block.b_down is not None
-                                    else np.zeros(block.d)))
+        stored_up, stored_down = stored_biases(block)
+        b_up = as_fractions(np.zeros(block.n) if stored_up is None else stored_up)
+        b_down = as_fractions(np.zeros(block.d) if stored_down is None else stored_down)
         weights["b_up"] = D * b_up
         weights["b_down"] = b_down + W[:, S] @ b_up[S]
     return LayerMatch(layer, "index_set", weights, info), info
@@ -147,7 +143,7 @@ def _generators(prev: Block) -> tuple[list[Vector] | None, str]:
     if math.comb(prev.n, prev.d - 1) > MAX_RAY_SUBSETS:
         return None, (f"the previous layer's arrangement has up to C({prev.n}, {prev.d - 1}) "
                       f"rays, above the limit {MAX_RAY_SUBSETS}")
-    U, W, A = exact_weights(prev)
+    U, W, A = rational_weights(prev)
     rays = arrangement_rays(U)
     if rays is None:
         return None, ("the previous layer's rows do not span R^d (or too many rays): its "
@@ -163,7 +159,7 @@ def image_cone_match(prev: Block, block: Block, layer: int
     gens, why = _generators(prev)
     if gens is None:
         return None, {"applies": False, "reason": why}
-    U, W, A = exact_weights(block)
+    U, W, A = rational_weights(block)
     G = np.array(gens, dtype=object).reshape(len(gens), d)
     S = U @ G.T  # S[j, k] = u_jᵀ g_k
     nonneg = [j for j in range(n) if all(v >= 0 for v in S[j])]
@@ -201,7 +197,7 @@ def image_cone_match(prev: Block, block: Block, layer: int
 def exact_agreement(blocks: list[Block], matches: list[LayerMatch], points: list[Vector]
                     ) -> bool:
     """R(x) = H(x) exactly over ℚ at every given point (bias-free ReLU stacks)."""
-    R = [ExactBlock(*exact_weights(b)) for b in blocks]
+    R = [ExactBlock(*rational_weights(b)) for b in blocks]
     H = [ExactBlock(m.weights["W_up"], m.weights["W_down"], None) for m in matches]
     for x in points:
         r, h = x, x

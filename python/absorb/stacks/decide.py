@@ -22,7 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from absorb.blocks import Block, stack_forward
+from absorb.blocks import (
+    Block,
+    float_view_finite,
+    rational_weights,
+    stack_forward,
+    stored_weights,
+)
 from absorb.errors import AbsorbError
 from absorb.stacks.arrangement import arrangement_rays
 from absorb.stacks.cone import (
@@ -32,17 +38,11 @@ from absorb.stacks.cone import (
     index_set_match,
     rational_grid,
 )
-from absorb.stacks.exact import exact_weights
 from absorb.stacks.narrow import check_determinants
+from absorb.theory import SCOPE
 from absorb.theory.applicable import applicable_stack_theorems
-from absorb.theory.common import (
-    CHECK_NOT_RUN,
-    SCOPE,
-    check_maps,
-    float_view_finite,
-    float_witness_missing,
-    stored_weights,
-)
+from absorb.theory.construction import CHECK_NOT_RUN, check_maps
+from absorb.theory.witnesses import float_witness_missing
 from absorb.verdicts import (
     Absorbed,
     ExactCheck,
@@ -122,7 +122,7 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCh
     relu_plain = (blocks[0].activation.degree == 1.0 and blocks[0].activation.odd_part_linear
                   and not any(b.has_biases for b in blocks))
     if small and relu_plain:
-        U0 = exact_weights(blocks[0])[0]
+        U0 = rational_weights(blocks[0])[0]
         points = rational_grid(blocks[0].d, rng) + (arrangement_rays(U0) or [])
         extra["exact_check"] = {"points": len(points),
                                 "equal": exact_agreement(list(blocks), matches, points)}

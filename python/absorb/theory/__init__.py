@@ -15,9 +15,11 @@
   unmet hypotheses and search evidence are given.
 
 Which argument applies is decided once, from the catalog properties
-(:func:`applicable_theorems`). By concern: :mod:`.applicable` (the table), :mod:`.common`
-(construction, checks, evidence), :mod:`.witnesses` (degree, linearization, bounded),
-:mod:`.linear` (σ = identity), :mod:`.index_sets` (odd-part-linear blocks).
+(:func:`applicable_theorems`). By concern: :mod:`.applicable` (the table), :mod:`.construction`
+(the sign-flip construction and its check), :mod:`.evidence` (the caller's numerical
+evidence), :mod:`.witnesses` (degree, linearization, bounded), :mod:`.linear`
+(σ = identity), :mod:`.index_sets` (odd-part-linear blocks). The weights as stored are read
+with :func:`absorb.blocks.stored_weights`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from absorb.blocks import Block
+from absorb.blocks import Block, float_view_finite, stored_arrays, stored_weights
 from absorb.errors import AbsorbError
 from absorb.theory.applicable import (
     Applicable,
@@ -34,18 +36,8 @@ from absorb.theory.applicable import (
     applicable_theorems,
     necessary_chain,
 )
-from absorb.theory.common import (
-    SCOPE,
-    Evidence,
-    absorbing_block,
-    attached_evidence,
-    check_construction,
-    float_view_finite,
-    float_witness_missing,
-    stored_block_json,
-    stored_weights,
-    subject,
-)
+from absorb.theory.construction import absorbing_block, check_construction
+from absorb.theory.evidence import Evidence, attached_evidence
 from absorb.theory.index_sets import (
     COLLINEAR_TOL,
     Storage,
@@ -60,17 +52,22 @@ from absorb.theory.witnesses import (
     LINEARIZATION_TS,
     bounded_witness,
     degree_witness,
+    float_witness_missing,
     linearization_witness,
     witness_point,
 )
 from absorb.verdicts import (
     Absorbed,
     Impossible,
+    Subject,
     Undetermined,
     Verdict,
     check_tol,
     exact_zero_skip,
 )
+
+SCOPE = ("the verdict is about the abstract block A x + MLP(x), as in the paper; a real "
+         "transformer layer also holds a LayerNorm, which this question leaves aside")
 
 __all__ = [
     "COLLINEAR_TOL",
@@ -92,8 +89,14 @@ __all__ = [
     "necessary_hypotheses",
     "noncollinear_rows",
     "storage",
-    "stored_weights",
 ]
+
+
+def subject(block: Block) -> Subject:
+    """The :class:`~absorb.verdicts.Subject` of a skip block."""
+    return Subject(block.activation.name, block.d, block.n, block.has_biases,
+                   "identity" if block.A_skip is None else "matrix", block.exact is not None,
+                   extra={"scope": SCOPE})
 
 
 def decide(block: Block, *, rng: np.random.Generator, evidence: Evidence | None = None,
@@ -116,7 +119,7 @@ def decide(block: Block, *, rng: np.random.Generator, evidence: Evidence | None 
         h = Block(block.activation, block.W_up, block.W_down, block.W_gate, block.b_up,
                   block.b_down, residual=False)
         return Absorbed(subject=subj, proof=zero, reason="A = 0 exactly: the block is already "
-                        "residual-free", construction={"absorbing_block": stored_block_json(block)},
+                        "residual-free", construction={"absorbing_block": stored_arrays(block)},
                         check=check_construction(block, h, rng))
     how = applicable_theorems(block)
     if how.path == "linear":

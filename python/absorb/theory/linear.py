@@ -14,10 +14,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from absorb.blocks import Block
-from absorb.certificates import as_fractions
-from absorb.certificates.prepared import rref
-from absorb.theory.common import check_construction, stored_biases, stored_weights
+from absorb.blocks import Block, stored_biases, stored_weights
+from absorb.exact import as_fractions, rref
+from absorb.theory.construction import check_construction
 from absorb.verdicts import (
     Absorbed,
     NotAbsorbed,

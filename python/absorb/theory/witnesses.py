@@ -10,15 +10,22 @@ from typing import Any
 
 import numpy as np
 
-from absorb.blocks import Array, Block
+from absorb.blocks import Array, Block, stored_biases, stored_weights
 from absorb.errors import AbsorbError
-from absorb.exact import json_float
+from absorb.exact import as_fractions, json_float
 from absorb.rationals import rational_text
+from absorb.theory.construction import BEYOND_FLOAT
 
 LINEARIZATION_TS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 #: Multiples of t* at which the bounded witness evaluates ‖f(tv)‖_max.
 BOUNDED_MULTIPLES = (1.0, 10.0, 100.0)
 _U = 2.0**-53
+
+
+def float_witness_missing(theorem: str) -> str:
+    """The reason of ``undetermined`` when ``theorem`` applies but its witness, evaluated in
+    floating point, cannot be on a ±inf float view."""
+    return f"{theorem} applies, but its witness is evaluated in floating point and {BEYOND_FLOAT}"
 
 
 def witness_point(A: Any, rng: np.random.Generator) -> Array:
@@ -55,16 +62,14 @@ def degree_witness(block: Block, x: Array, lam: float = 2.0) -> dict[str, object
     gap = block(lam * x) - lam**k * block(x)
     expected = (lam - lam**k) * (block.skip_matrix() @ x)
     exact: dict[str, object] = {}
-    ex = block.exact
-    if ex is not None and ex.A_skip is not None:
+    A_stored = stored_weights(block)[2]
+    if block.exact is not None and A_stored is not None:
         # exact input: the gap (λ − λ^k) A x over ℚ, which floats may round to 0 (a skip of
         # 10⁻⁴⁰⁰) although A x ≠ 0
-        from absorb.certificates import as_fractions
-
         c = Fraction(lam) - Fraction(lam) ** int(k) if float(k).is_integer() else None
         if c is not None:
             exact["expected_gap_exact"] = [rational_text(c * v)
-                                           for v in ex.A_skip @ as_fractions(x)]
+                                           for v in A_stored @ as_fractions(x)]
     return {**exact,
         "x": x.tolist(),
         "lambda": lam,
@@ -134,16 +139,13 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
     act = block.activation
     if act.bound is None or act.gated:  # not bounded, or a gate (times a linear value)
         raise AbsorbError(f"{act.name} is not a bounded ungated activation; no bounded witness")
-    from absorb.certificates import as_fractions
-
     x = _basis_point(A)
     j = int(np.argmax(x))
-    ex = block.exact
-    W_down = ex.W_down if ex is not None else block.W_down
-    b_down = ex.b_down if ex is not None and ex.b_down is not None else block.b_down
+    W_down = stored_weights(block)[1]
+    b_down = stored_biases(block)[1]
     B = Fraction(act.bound)
     float_rows = math.inf  # exact input: the exact row sums below (never through float)
-    if ex is None:
+    if block.exact is None:
         with np.errstate(over="ignore"):
             float_rows = float(np.max(np.sum(np.abs(block.W_down), axis=1)))
     if math.isfinite(float_rows):
