@@ -27,13 +27,12 @@ from typing import Any
 import numpy as np
 
 from absorb.activations import get_activation
-from absorb.blocks import Block, planted_block, random_block
+from absorb.blocks import INPUT_SCALES, Block, planted_block, random_block
 from absorb.certificates import relaxation
 from absorb.fits import fit_residual_free
 from tables import Table
 
 TARGET = 1e-8
-SCALES = (0.01, 1.0, 100.0)
 
 
 def _sizes(quick: bool) -> list[tuple[int, int, int]]:
@@ -63,12 +62,12 @@ def torch_lbfgs(target: Block, budget: float, seed: int) -> tuple[float, float] 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     d, n = target.d, target.n
-    X = np.concatenate([s * rng.standard_normal((512, d)) for s in SCALES])
+    X = np.concatenate([s * rng.standard_normal((512, d)) for s in INPUT_SCALES])
     T = target(X)
     w = np.repeat([1 / np.sum(T[i * 512:(i + 1) * 512] ** 2) for i in range(3)], 512)[:, None]
     Xt, Tt, wt = (torch.tensor(a, dtype=torch.float64) for a in (X, T, w))
     sigma = {"relu": torch.relu, "gelu": torch.nn.functional.gelu}[target.activation.name]
-    held = [s * rng.standard_normal((256, d)) for s in SCALES]
+    held = [s * rng.standard_normal((256, d)) for s in INPUT_SCALES]
     best, t0 = math.inf, time.perf_counter()
     while time.perf_counter() - t0 < budget:
         up = (torch.randn(n, d, dtype=torch.float64) / d**0.5).requires_grad_()

@@ -28,6 +28,11 @@ from absorb.exact import as_fractions, identity
 Array = NDArray[np.float64]
 ObjectArray = NDArray[np.object_]
 
+#: The input scales at which a block is evaluated by every numerical check, fit and experiment:
+#: small inputs (the linear regime the linearization argument reads), unit inputs, and large
+#: ones (the regime of the degree argument and of ReLU at infinity).
+INPUT_SCALES: tuple[float, ...] = (1e-2, 1.0, 1e2)
+
 
 @dataclass(frozen=True)
 class ExactWeights:

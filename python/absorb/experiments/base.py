@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from absorb.activations import get_activation
-from absorb.blocks import Block, planted_block, random_block, stack_forward
+from absorb.blocks import INPUT_SCALES, Block, planted_block, random_block, stack_forward
 
 if TYPE_CHECKING:
     from absorb.fits import FitResult
@@ -38,7 +38,6 @@ FIT_RESTARTS, FIT_STEPS, FIT_SAMPLES, FIT_REDRAWS = 8, 40, 128, 6
 FIT_STOP = 1e-9
 #: The input scales at which experiments draw their test points and measure their fits: small
 #: (where the skip term of a degree-2 block dominates), unit and large.
-SCALES: tuple[float, ...] = (0.01, 1.0, 100.0)
 #: A search "finds" an exact block below this (max over scales of the held-out relative error).
 FOUND_TOL = 1e-8
 
@@ -132,8 +131,8 @@ def _rel(a: Array, b: Array) -> float:
 
 
 def _points(rng: np.random.Generator, d: int, m: int = 64) -> Array:
-    """m Gaussian inputs at each of the SCALES 1e-2, 1, 1e2 (the scales the arguments use)."""
-    return np.concatenate([s * rng.standard_normal((m, d)) for s in SCALES])
+    """m Gaussian inputs at each of the INPUT_SCALES 1e-2, 1, 1e2 (the scales the arguments use)."""
+    return np.concatenate([s * rng.standard_normal((m, d)) for s in INPUT_SCALES])
 
 
 def _planted(name: str, d: int, n: int, rng: np.random.Generator, *, biases: bool = False,
@@ -196,7 +195,7 @@ def budget_fit(target: Block, width: int, rng: np.random.Generator, *, every_res
     negative results run them all anyway, since none of their restarts gets below FIT_STOP)."""
     from absorb.fits import fit_residual_free
 
-    return fit_residual_free(target, width=width, scales=SCALES, rng=rng,
+    return fit_residual_free(target, width=width, scales=INPUT_SCALES, rng=rng,
                              restarts=FIT_RESTARTS, steps=FIT_STEPS, samples=FIT_SAMPLES,
                              stop_below=None if every_restart else FIT_STOP,
                              redraws=FIT_REDRAWS)

@@ -7,13 +7,12 @@ import numpy as np
 
 from absorb import certificates, theory
 from absorb.activations import get_activation
-from absorb.blocks import Block, random_block
+from absorb.blocks import INPUT_SCALES, Block, random_block
 from absorb.errors import AbsorbError
 from absorb.experiments.base import (
     AWAY_TOL,
     EXACT_TOL,
     FIT_RESTARTS,
-    SCALES,
     Experiment,
     ExperimentResult,
     _num,
@@ -103,14 +102,14 @@ def degree_best_fit(rng: np.random.Generator) -> ExperimentResult:
             errs = res.relative_error
             worst.append(max(errs.values()))
             rows.append({"activation": name, "width": factor * n, "width factor": factor,
-                         **{f"rel. error @ {s:g}": errs[s] for s in SCALES}})
+                         **{f"rel. error @ {s:g}": errs[s] for s in INPUT_SCALES}})
         label = (f"{name} — control: absorbable when wide enough (n + 2d = {n + 2 * d} always is)"
                  if name == "relu" else name)
         series.append(_series(label, factors, worst, style="markers"))
     impossible = [r for r in rows if r["activation"] in ("relu2", "reglu", "swiglu")]
-    agrees = all(_num(r[f"rel. error @ {SCALES[0]:g}"]) > AWAY_TOL for r in impossible)
-    floor = min(_num(r[f"rel. error @ {SCALES[0]:g}"]) for r in impossible)
-    relu_last = min(_num(r[f"rel. error @ {s:g}"]) for r in rows[-1:] for s in SCALES)
+    agrees = all(_num(r[f"rel. error @ {INPUT_SCALES[0]:g}"]) > AWAY_TOL for r in impossible)
+    floor = min(_num(r[f"rel. error @ {INPUT_SCALES[0]:g}"]) for r in impossible)
+    relu_last = min(_num(r[f"rel. error @ {s:g}"]) for r in rows[-1:] for s in INPUT_SCALES)
     figure: dict[str, object] = {
         "title": "Best residual-free fit error per width factor (one fit per marker)",
         "xlabel": "width factor (width of h ÷ n)", "xticks": [1, 2, 3],

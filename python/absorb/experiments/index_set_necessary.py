@@ -10,10 +10,9 @@ import numpy as np
 
 from absorb import certificates
 from absorb.activations import get_activation
-from absorb.blocks import planted_block, random_block
+from absorb.blocks import INPUT_SCALES, planted_block, random_block
 from absorb.experiments.base import (
     FOUND_TOL,
-    SCALES,
     Experiment,
     ExperimentResult,
     _num,
@@ -89,7 +88,7 @@ def index_set_necessary_search(rng: np.random.Generator) -> ExperimentResult:
                                   np.maximum(per, 1e-17), panel=name, style="markers"))
             rows.append({"activation": name, "d": d, "n": n, "planted S": is_planted,
                          "r²": certificates.relaxation(f.W_up, f.W_down).residual,
-                         **{f"rel. error @ {s:g}": res.relative_error[s] for s in SCALES},
+                         **{f"rel. error @ {s:g}": res.relative_error[s] for s in INPUT_SCALES},
                          "best fit rel. error (max over scales)": res.worst,
                          f"restarts ≤ {FOUND_TOL:g}": f"{k}/{m}",
                          "contradiction": bool(res.contradictions)})

@@ -18,12 +18,11 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from absorb.activations import CATALOG
-from absorb.blocks import Array, Block, stack_forward
+from absorb.blocks import INPUT_SCALES, Array, Block, stack_forward
 from absorb.budget import FLOAT_BYTES, Cost, require
 from absorb.errors import AbsorbError
 from absorb.marquardt import marquardt
 
-FIT_SCALES = (1e-2, 1.0, 1e2)
 #: Defaults of a stack fit: training inputs per scale, and Levenberg–Marquardt steps.
 STACK_SAMPLES = 128
 STACK_STEPS = 200
@@ -114,7 +113,7 @@ def fit_cost(target: Sequence[Block], *, restarts: int, samples: int, steps: int
     """A lower bound on a stack fit's needs: the Jacobian (rows = 3·samples·d residuals, one
     column per weight) and, as large again, the chain rule's per-layer temporaries; at least
     one rows×P² Gram product JᵀJ per Levenberg–Marquardt step, for every step and restart."""
-    rows = len(FIT_SCALES) * samples * target[0].d
+    rows = len(INPUT_SCALES) * samples * target[0].d
     params = int(flatten(target).size)
     return Cost(2.0 * FLOAT_BYTES * rows * params,
                 float(restarts) * steps * rows * params * params)
@@ -136,12 +135,12 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
             f"a stack fit with {samples} samples per scale, {restarts} restarts x "
             f"{steps} Levenberg-Marquardt steps")
     d = target[0].d
-    X = np.concatenate([s * rng.standard_normal((samples, d)) for s in FIT_SCALES])
+    X = np.concatenate([s * rng.standard_normal((samples, d)) for s in INPUT_SCALES])
     T = stack_forward(target, X)
     norms = np.repeat([np.sqrt(np.mean(T[i * samples:(i + 1) * samples] ** 2)) + 1e-300
-                       for i in range(len(FIT_SCALES))], samples)[:, None]
+                       for i in range(len(INPUT_SCALES))], samples)[:, None]
     held = [(s, Xs, stack_forward(target, Xs))
-            for s, Xs in ((s, s * rng.standard_normal((samples, d))) for s in FIT_SCALES)]
+            for s, Xs in ((s, s * rng.standard_normal((samples, d))) for s in INPUT_SCALES)]
 
     def residual(theta: Array) -> Array:
         out = stack_forward(unflatten(theta, target, False), X)
@@ -171,7 +170,7 @@ def fit_stack(target: Sequence[Block], *, rng: np.random.Generator, restarts: in
                 s: float(np.max(np.abs(stack_forward(H, Xs) - TXs)))
                 / max(float(np.max(np.abs(TXs))), 1e-300)
                 for s, Xs, TXs in held})
-    best = {s: min(r[s] for r in per_restart) for s in FIT_SCALES}
+    best = {s: min(r[s] for r in per_restart) for s in INPUT_SCALES}
     return StackFit(tuple(b.n for b in target), len(starts), best, per_restart,
                     tuple(k for k, _ in starts))
 

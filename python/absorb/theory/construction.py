@@ -13,11 +13,17 @@ from fractions import Fraction
 
 import numpy as np
 
-from absorb.blocks import Array, Block, float_view_finite, stored_biases, stored_weights
+from absorb.blocks import (
+    INPUT_SCALES,
+    Array,
+    Block,
+    float_view_finite,
+    stored_biases,
+    stored_weights,
+)
 from absorb.errors import AbsorbError
 from absorb.exact import as_fractions
 
-CHECK_SCALES = (1e-2, 1.0, 1e2)
 CHECK_POINTS = 256
 #: Why a float-only step (numerical check, float witness, search) is not run on exact input.
 BEYOND_FLOAT = "an exact entry lies beyond the float range"
@@ -109,7 +115,7 @@ def check_maps(f: Callable[[Array], Array], h: Callable[[Array], Array], d: int,
                rng: np.random.Generator) -> dict[str, object]:
     """:func:`check_construction` for any maps of ℝ^d (batches as rows), e.g. stacks."""
     rows = []
-    for scale in CHECK_SCALES:
+    for scale in INPUT_SCALES:
         X = scale * rng.standard_normal((CHECK_POINTS, d))
         fX = f(X)
         err = float(np.max(np.abs(h(X) - fX)))
