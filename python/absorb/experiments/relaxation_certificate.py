@@ -4,13 +4,14 @@ certificate checked exactly, each with planted instances beside it."""
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from absorb import certificates
 from absorb.activations import get_activation
 from absorb.blocks import planted_block_and_set, random_block
+from absorb.errors import AbsorbError
+from absorb.exact import inverse
 from absorb.experiments.base import Array, Experiment, ExperimentResult, _fractions, _num, _planted
 
 _SIZES = ((2, 4), (2, 5), (2, 6), (2, 7), (3, 9), (3, 10), (3, 11), (3, 12))
@@ -28,13 +29,6 @@ def _planted_exact(d: int, n: int, rng: np.random.Generator) -> tuple[Array, Arr
 def _num_fraction(v: object) -> float:
     assert isinstance(v, float)  # table cells written above
     return v
-
-
-def _exact_inverse_2x2(B: Any) -> Any:
-    """Inverse of a 2×2 matrix of Fractions (Cramer's rule), as an object array."""
-    a, b, c, e = B[0, 0], B[0, 1], B[1, 0], B[1, 1]
-    det = a * e - b * c
-    return np.array([[e / det, -b / det], [-c / det, a / det]], dtype=object)
 
 
 def dual_certificate_beyond_d_squared(rng: np.random.Generator) -> ExperimentResult:
@@ -116,7 +110,10 @@ def relaxation_generic_vs_planted(rng: np.random.Generator) -> ExperimentResult:
     to_q = np.vectorize(lambda v: Fraction(v).limit_denominator(1 << 20), otypes=[object])
     W_up_q = to_q(exact.W_up)
     W_down_q = to_q(exact.W_down)
-    W_down_q[:, S] = -_exact_inverse_2x2(W_up_q[S])
+    inv = inverse(W_up_q[S])
+    if inv is None:
+        raise AbsorbError("the planted W_up[S] became singular when rounded to rationals")
+    W_down_q[:, S] = -inv
     rel_q = certificates.relaxation(W_up_q, W_down_q)
     rows.append({"d": 2, "n": 4, "planted S": True, "r²": float(rel_q.residual),
                  "r² (direct lstsq)": float("nan"), "counts as zero": rel_q.is_zero,
