@@ -287,3 +287,19 @@ def test_certificates_kept_for_json_dropped_for_text_and_counted(
     with pytest.raises(AbsorbError, match="earlier certificates kept"):
         inspect_checkpoint(tmp_path / "m", memory=just_one_layer)
     inspect_checkpoint(tmp_path / "m", memory=just_one_layer, keep_certificates=False)
+
+
+def test_config_names_name_one_entry_each() -> None:
+    """The activation tables of checkpoint detection come from the catalog's ``config_names``;
+    a config name claimed by two ungated (or two gated) entries would make one of them
+    unreachable, and every σ a gated entry uses as its gate is also known ungated."""
+    from absorb.activations import CATALOG
+    from absorb.checkpoints.architectures import GATED, UNGATED
+
+    for gated, table in ((False, UNGATED), (True, GATED)):
+        claims = [n for a in CATALOG.values() if a.gated == gated for n in a.config_names]
+        assert len(claims) == len(set(claims)), f"config names claimed twice: {sorted(claims)}"
+        assert set(table) == set(claims)
+    for hf, name in GATED.items():
+        gate = CATALOG[name].gate
+        assert hf not in UNGATED or UNGATED[hf] == gate, (hf, name, gate)

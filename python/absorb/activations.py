@@ -28,6 +28,9 @@ Each entry records the structural facts the verdict logic needs:
   ``Real.tanh``, the identity is ``id``). The exact GELU is ``Absorb.geluCdf μ`` with μ the
   standard normal law, which is ``Absorb.geluWith (cdf μ)`` (``geluCdf_eq_geluWith``), so the
   ``geluWith`` theorems speak about it;
+* ``config_names`` — the names under which Hugging Face ``config.json`` files give ``fn`` (σ,
+  or the gate g of a gated entry), e.g. ``gelu_new`` for the tanh GELU; checkpoint detection
+  (:mod:`absorb.checkpoints.architectures`) reads its activation tables from them;
 * ``unit`` — ``unit(z, value, deriv)`` writes f(z) into ``value`` and f′(z) into ``deriv``
   (dtype of z), f = σ (ungated) or the gate g (gated), sharing intermediates; the numerical fits
   (:mod:`absorb.fits`) call it. Writing into fixed buffers avoids a fresh m×w allocation (and
@@ -251,6 +254,7 @@ class Activation:
     necessary_direct: bool = False
     checker_name: str | None = None
     lean_name: str | None = None
+    config_names: tuple[str, ...] = ()
     unit: UnitFunction | None = None
     derivative: Callable[[Array], Array] | None = None
 
@@ -294,20 +298,27 @@ _BOUNDED_VERDICT = "never absorbable when A != 0, any width and biases (bounded)
 _BLOWUP_THEOREMS = ("odd_part", "index_set_sufficient", "bias_blowup", "index_set_necessary",
                     "relaxation_certificate")
 
+#: gelu_new, gelu_fast and gelu_pytorch_tanh are all ½z(1 + tanh(√(2/π)(z + 0.044715 z³))).
+_TANH_GELU_NAMES = ("gelu_new", "gelu_fast", "gelu_pytorch_tanh")
+
 _ENTRIES = (
     Activation("relu", "homogeneous", relu, 1.0, None, None, True, _INDEX_SET_VERDICT,
                (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
                necessary_direct=True, checker_name="relu", lean_name="Absorb.relu",
+               config_names=("relu",),
                unit=_relu_unit, derivative=_d_relu),
     Activation("gelu", "ungated", gelu, None, None, None, True, _INDEX_SET_VERDICT,
                (*_BLOWUP_THEOREMS, "generic_measure_zero"), relu_at_infinity=True,
                necessary_direct=True, checker_name="gelu", lean_name="Absorb.geluCdf",
+               config_names=("gelu",),
                unit=_gelu_unit, derivative=_d_gelu),
     Activation("gelu_tanh", "ungated", gelu_tanh, None, None, None, True, _INDEX_SET_VERDICT,
                _BLOWUP_THEOREMS, relu_at_infinity=True, lean_name="Absorb.geluTanh",
+               config_names=_TANH_GELU_NAMES,
                unit=_gelu_tanh_unit, derivative=_d_gelu_tanh),
     Activation("silu", "ungated", silu, None, None, None, True, _INDEX_SET_VERDICT,
                _BLOWUP_THEOREMS, relu_at_infinity=True, lean_name="Absorb.silu",
+               config_names=("silu", "swish"),
                unit=_silu_unit, derivative=_d_silu),
     Activation("relu2", "homogeneous", relu2, 2.0, None, None, False,
                "never absorbable without biases (degree, k = 2)", ("degree", "depth_degree"),
@@ -322,22 +333,27 @@ _ENTRIES = (
     Activation("swiglu", "gated", silu, None, "silu", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
                ("linearization", "depth_linearization"), lean_name="Absorb.silu",
+               config_names=("silu", "swish"),
                unit=_silu_unit, derivative=_d_silu),
     Activation("geglu", "gated", gelu, None, "gelu", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
                ("linearization", "depth_linearization"), lean_name="Absorb.geluCdf",
+               config_names=("gelu",),
                unit=_gelu_unit, derivative=_d_gelu),
     Activation("geglu_tanh", "gated", gelu_tanh, None, "gelu_tanh", 0.0, False,
                "never absorbable without biases (linearization, g(0) = 0)",
                ("linearization", "depth_linearization"), lean_name="Absorb.geluTanh",
+               config_names=_TANH_GELU_NAMES,
                unit=_gelu_tanh_unit, derivative=_d_gelu_tanh),
     Activation("reglu", "gated", relu, 2.0, "relu", 0.0, False,
                "never absorbable without biases (degree, k = 2)",
                ("degree", "linearization", "depth_degree"), lean_name="Absorb.relu",
+               config_names=("relu",),
                unit=_relu_unit, derivative=_d_relu),
     Activation("glu", "gated", sigmoid, None, "sigmoid", 0.5, False,
                "no theorem applies (g(0) = 1/2); numerical search only", (),
-               lean_name="Absorb.sigmoid", unit=_sigmoid_unit),
+               lean_name="Absorb.sigmoid", config_names=("sigmoid",),
+               unit=_sigmoid_unit),
     Activation("softplus", "ungated", softplus, None, None, None, True, _INDEX_SET_VERDICT,
                _BLOWUP_THEOREMS, relu_at_infinity=True, lean_name="Absorb.softplus",
                unit=_softplus_unit, derivative=_d_softplus),

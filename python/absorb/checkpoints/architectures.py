@@ -18,19 +18,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from absorb.activations import CATALOG
 from absorb.errors import AbsorbError
 
 Layout = Literal["linear", "conv1d"]
 LAYER = "{i}"
 
-# Hugging Face activation names → catalog σ (ungated blocks). gelu_new, gelu_fast and
-# gelu_pytorch_tanh are all ½z(1 + tanh(√(2/π)(z + 0.044715 z³))).
-UNGATED = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh",
-           "gelu_pytorch_tanh": "gelu_tanh", "silu": "silu", "swish": "silu"}
-# Hugging Face gate activation g → catalog gated entry (g(W_gate x) ⊙ W_up x).
-GATED = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_new": "geglu_tanh",
-         "gelu_fast": "geglu_tanh", "gelu_pytorch_tanh": "geglu_tanh", "relu": "reglu",
-         "sigmoid": "glu"}
+# Hugging Face activation names → catalog σ (ungated blocks), and gate activation g → catalog
+# gated entry (g(W_gate x) ⊙ W_up x): read from the catalog entries' ``config_names``.
+UNGATED = {hf: a.name for a in CATALOG.values() if not a.gated for hf in a.config_names}
+GATED = {hf: a.name for a in CATALOG.values() if a.gated for hf in a.config_names}
 # config.json keys holding the model dimension d, and the hidden width n, in the order
 # they are looked for.
 DIM_KEYS = ("hidden_size", "n_embd", "d_model", "dim", "n_embed")
