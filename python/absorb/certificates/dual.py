@@ -27,7 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from absorb.certificates.prepared import FloatArray, Weights, prepare
+from absorb.blocks import Array as FloatArray
+from absorb.certificates.prepared import Weights, prepare
 from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
 from absorb.certificates.recheck import DualCheck, check_dual
 from absorb.exact import json_float

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from absorb.certificates.prepared import FloatArray
+from absorb.blocks import Array as FloatArray
 from absorb.exact import Scaled, index_set_holds, integers, matmul_mod, negated, primes_below
 
 __all__ = ["FINGERPRINT_PRIMES", "MILP_TIME_LIMIT", "Mitm", "bits", "exact_meet_in_the_middle",

@@ -44,6 +44,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
+from absorb.blocks import Array as FloatArray
 from absorb.budget import available_memory, human_bytes, human_seconds
 from absorb.certificates.dual import (
     DualCertificate,
@@ -60,7 +61,7 @@ from absorb.certificates.enumeration import (
     milp_binary,
     subset_sums,
 )
-from absorb.certificates.prepared import FloatArray, Weights, prepare, rank
+from absorb.certificates.prepared import Weights, prepare
 from absorb.certificates.real_relaxation import (
     Relaxation,
     exact_relaxation,
@@ -69,7 +70,7 @@ from absorb.certificates.real_relaxation import (
 )
 from absorb.certificates.recheck import check_index_set
 from absorb.errors import AbsorbError
-from absorb.exact import safe_float
+from absorb.exact import rank, safe_float
 
 __all__ = [
     "IndexSetSearch",

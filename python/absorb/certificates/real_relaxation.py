@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from absorb.blocks import Array as FloatArray
 from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates import devices
-from absorb.certificates.prepared import FloatArray, Weights, prepare, rref
-from absorb.exact import json_float, safe_float
+from absorb.certificates.prepared import Weights, prepare
+from absorb.exact import json_float, rref, safe_float
 
 __all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]
 

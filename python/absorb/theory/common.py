@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from absorb.blocks import Array, Block
-from absorb.certificates import as_fractions
 from absorb.errors import AbsorbError
+from absorb.exact import as_fractions
 from absorb.verdicts import Subject
 
 CHECK_SCALES = (1e-2, 1.0, 1e2)

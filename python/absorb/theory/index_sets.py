@@ -20,7 +20,7 @@ import numpy as np
 
 from absorb import certificates, exact
 from absorb.blocks import Block, ObjectArray
-from absorb.certificates import as_fractions, check_dual
+from absorb.certificates import check_dual
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
@@ -30,6 +30,7 @@ from absorb.certificates.rounding import (
     storage_dtype,
 )
 from absorb.errors import AbsorbError
+from absorb.exact import as_fractions
 from absorb.rationals import rational_text
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.common import (

@@ -15,8 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.blocks import Block
-from absorb.certificates import as_fractions
-from absorb.certificates.prepared import rref
+from absorb.exact import as_fractions, rref
 from absorb.theory.common import check_construction, stored_biases, stored_weights
 from absorb.verdicts import (
     Absorbed,

@@ -59,7 +59,7 @@ def degree_witness(block: Block, x: Array, lam: float = 2.0) -> dict[str, object
     if ex is not None and ex.A_skip is not None:
         # exact input: the gap (λ − λ^k) A x over ℚ, which floats may round to 0 (a skip of
         # 10⁻⁴⁰⁰) although A x ≠ 0
-        from absorb.certificates import as_fractions
+        from absorb.exact import as_fractions
 
         c = Fraction(lam) - Fraction(lam) ** int(k) if float(k).is_integer() else None
         if c is not None:
@@ -134,7 +134,7 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
     act = block.activation
     if act.bound is None or act.gated:  # not bounded, or a gate (times a linear value)
         raise AbsorbError(f"{act.name} is not a bounded ungated activation; no bounded witness")
-    from absorb.certificates import as_fractions
+    from absorb.exact import as_fractions
 
     x = _basis_point(A)
     j = int(np.argmax(x))
