@@ -5,7 +5,7 @@ decides it completely, in order of cost:
 
 1. A = 0 (S = ∅) and the rank bound rank(A) ≤ |S| ≤ n;
 2. the relaxation (:mod:`.real_relaxation`): r² > 0 proves that no S exists, and its residual
-   matrix is a dual certificate, checked independently (:mod:`.verify`);
+   matrix is a dual certificate, re-checked independently (:mod:`.recheck`);
 3. an exact set first — the stored floats are dyadic rationals, so "exact" is decidable: a
    unique real solution rounded to 0/1 and checked exactly (:func:`absorb.exact.index_set_holds`),
    then the exact meet-in-the-middle (:func:`.enumeration.exact_meet_in_the_middle`:
@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import scipy.linalg as sla
 from numpy.typing import NDArray
 
 from absorb.blocks import Array as FloatArray
@@ -64,9 +63,9 @@ from absorb.certificates.enumeration import (
 from absorb.certificates.prepared import Weights, prepare
 from absorb.certificates.real_relaxation import (
     Relaxation,
+    eigenpairs,
     exact_relaxation,
     float_relaxation,
-    gram,
 )
 from absorb.certificates.recheck import check_index_set
 from absorb.errors import AbsorbError
@@ -166,7 +165,7 @@ class IndexSetSearch:
 
 
 # --------------------------------------------------------------------------------------------
-# verification
+# checks of a candidate S
 
 
 def _residual_matrix(w: Weights, S: Sequence[int]) -> Any:
@@ -273,7 +272,7 @@ def find_index_set(
 
     Fraction input is decided exactly. Float input: an S meeting the condition exactly on the
     stored values is looked for first and preferred (``exact`` then True); otherwise S is
-    accepted iff ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-verified on the
+    accepted iff ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-checked on the
     weights), and "none" means no S meets that; the reduced search uses the implied
     Frobenius bound δ = d·τ. A dual certificate is exact for the stored numbers either way;
     it also rules out every S within tolerance when its margin exceeds τ·‖Y‖₁ (since
@@ -443,7 +442,7 @@ def _beyond_tolerance(cert: DualCertificate, tau: float) -> bool:
 
 def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                 dual: bool) -> IndexSetSearch:
-    rel, c = float_relaxation(w, tol)
+    rel, system = float_relaxation(w, tol)
     a_max = float(np.max(np.abs(w.A)))
     tau = tol * a_max
     delta = w.d * tau
@@ -528,10 +527,10 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                    f"{human_bytes(eig_bytes)}, above the limits of "
                    f"{human_seconds(MITM_MAX_SECONDS)} and {human_bytes(eig_limit)}", cert,
                    plan)
-    G = gram(w.W_up, w.W_down)
     # orthonormal reduced coordinates: with G = V Λ Vᵀ and K = U Λ^½ Vᵀ, the map Uᵀ is an
     # isometry on span(K), Uᵀk_i = column i of Λ_r^½ V_rᵀ and Uᵀvec(A) = Λ_r^{-½} V_rᵀ c.
-    lam, V = sla.eigh(G, check_finite=False, overwrite_a=True)
+    lam, V = system.eig if system.eig is not None else eigenpairs(system.G)
+    c = system.c
     r = rel.rank
     lam_r, V_r = np.maximum(lam[w.n - r :], 0.0), V[:, w.n - r :]
     root = np.sqrt(lam_r)
@@ -631,7 +630,7 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
         return "limit", None, (f"the binary program has {r}×{Ef.shape[1]} dense constraints, "
                                f"above {MILP_MAX_ENTRIES} entries")
     # exact integer rows are met exactly by an index set; HiGHS needs a little slack for its
-    # own floating-point feasibility tolerance (found points are re-verified exactly).
+    # own floating-point feasibility tolerance (found points are re-checked exactly).
     slack = delta if not exact else 1e-9 * max(1.0, float(np.max(np.abs(Ef))))
     status, S = milp_binary(Ef, tf, slack, time_limit)
     if status == "found" and S is not None and not accept(S) and inner_delta:
