@@ -141,7 +141,7 @@ def bench_index_set(quick: bool) -> Table:
             table.notes.append(f"target (issue 5): n = {ns[-1]}, {row[1]}: {row[2]} in {row[3]} s")
     table.notes.append(
         "meet-in-the-middle: 2·2^(n/2) subset sums of the rank-4 reduced system, keys on a "
-        "random projection, every key match verified; milp: scipy HiGHS, binary s"
+        "random projection, every key match confirmed; milp: scipy HiGHS, binary s"
     )
     table.notes.append("brute force: all 2^n subset sums of vec(a_i b_iᵀ) by doubling (vectorized)")
     return table

@@ -47,7 +47,7 @@ LP_TIME_LIMIT = 60.0
 
 @dataclass(frozen=True)
 class DualCertificate:
-    """A verified Y: −⟨A, Y⟩ lies ``margin`` outside [Σ min(c_i,0), Σ max(c_i,0)]."""
+    """A re-checked Y: −⟨A, Y⟩ lies ``margin`` outside [Σ min(c_i,0), Σ max(c_i,0)]."""
 
     Y: Any  # d×d: float64 on the dyadic grid 2^-grid (exact values), or Fractions
     check: DualCheck
@@ -141,7 +141,7 @@ def residual_candidates(R: Any) -> list[tuple[Any, str]]:
 
 def dual_certificate(W_up: Any, W_down: Any, A: Any = None, *,
                      tol: float = 1e-9) -> DualCertificate | None:
-    """A verified certificate that no index set exists, or None when none was found.
+    """A re-checked certificate that no index set exists, or None when none was found.
 
     The relaxation residual when r² > 0 (floats: r² above its tolerance), else the
     separation LP; None means −A lies in the zonotope (or the LP was too large or failed).

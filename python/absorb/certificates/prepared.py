@@ -1,7 +1,7 @@
 """Validated weights for the certificate code: float64 arrays, or exact ``Fraction`` arrays.
 
-Shared by the producers (relaxation, search, dual LP, rounding); the independent verifier
-(:mod:`absorb.certificates.recheck`) parses on its own.
+Shared by the producers (relaxation, index-set search, dual LP, rounding); the independent
+re-check (:mod:`absorb.certificates.recheck`) parses on its own.
 """
 
 from __future__ import annotations

@@ -297,7 +297,7 @@ def fit_residual_free(
 
     ``steps``: LM iterations per stage (``lm``) or Adam steps (``adam``) per restart;
     ``samples``: training inputs per scale (held-out: as many pairs); ``time_budget``: seconds
-    after which the search stops cleanly (between or inside restarts) and says so;
+    after which the fit stops cleanly (between or inside restarts) and says so;
     ``stop_below``: no further restarts once one reaches this held-out error at every scale;
     ``redraws``: single-unit re-draw moves per restart (``lm`` only; see the module docstring).
     """
