@@ -48,7 +48,7 @@ from absorb.budget import available_memory, human_bytes, human_seconds
 from absorb.certificates.dual import (
     DualCertificate,
     certify,
-    lp_separator,
+    lp_certificate,
     residual_candidates,
 )
 from absorb.certificates.enumeration import (
@@ -200,11 +200,10 @@ def plan_search(n: int, equations: int, *, entries: Literal["int64", "object"] =
     such binary programs in milliseconds (d = 4, n = 48: 2^24 sums, about 5 GB and a minute,
     against 0.01 s).
     """
-    # capped exponents: beyond 2^1000 sums nothing changes the decision (and floats overflow)
-    sums = 2.0 ** min(n // 2, 1000) + 2.0 ** min(n - n // 2, 1000)
+    sums = _enumerated_sums(n)
     nbytes = sums * (equations * _BYTES_PER_ENTRY[entries] + 5 * 8)
     seconds = sums * ((equations + 20) * _SECONDS_PER_ENTRY[entries]
-                      + min(n - n // 2, 1000) * _SECONDS_PER_SEARCH_STEP)
+                      + _halves(n)[1] * _SECONDS_PER_SEARCH_STEP)
     cost = f"{human_bytes(nbytes)} and about {human_seconds(seconds)}"
     too_many = max_enumeration is not None and sums > max_enumeration
     if method == "milp":
@@ -229,7 +228,7 @@ def plan_exact_search(n: int, d: int) -> SearchPlan:
     2^⌈n/2⌉ subset sums of three fingerprints, a sort
     of the left keys and a binary search of each right key (≈ ⌈n/2⌉ steps each); memory for
     the left keys and one block of right keys. Calibrated in benchmarks/search_bench.py."""
-    h1, h2 = min(n // 2, 1000), min(n - n // 2, 1000)
+    h1, h2 = _halves(n)
     sums = 2.0**h1 + 2.0**h2
     seconds = sums * (h2 + 4) * _EXACT_SECONDS_PER_STEP
     nbytes = 2.0**h1 * _EXACT_BYTES_PER_LEFT_SUM + min(2.0**h2, 2.0**20) / 2.0**20 * (
@@ -237,6 +236,18 @@ def plan_exact_search(n: int, d: int) -> SearchPlan:
     return SearchPlan(n, d * d, "fingerprint", nbytes, seconds, "exact-meet-in-the-middle",
                       f"exact meet-in-the-middle predicted to need {human_bytes(nbytes)} and "
                       f"about {human_seconds(seconds)}")
+
+
+def _halves(n: int) -> tuple[int, int]:
+    """⌊n/2⌋ and ⌈n/2⌉, the halves meet-in-the-middle enumerates (2^h1 + 2^h2 subset sums),
+    capped at 1000: beyond 2^1000 sums nothing changes a decision (and floats overflow)."""
+    return min(n // 2, 1000), min(n - n // 2, 1000)
+
+
+def _enumerated_sums(n: int) -> float:
+    """2^⌊n/2⌋ + 2^⌈n/2⌉ (exponents capped: :func:`_halves`)."""
+    h1, h2 = _halves(n)
+    return 2.0**h1 + 2.0**h2
 
 
 def mitm_affordable(plan: SearchPlan, memory: int | None = None) -> str | None:
@@ -330,19 +341,8 @@ def _skip_verdict(w: Weights, a_is_zero: bool) -> _Verdict | None:
 
 
 def _lp_certificate(w: Weights, run: bool) -> tuple[DualCertificate | None, str]:
-    """The separation LP's certificate (checked independently), and a note on the outcome."""
-    if not run:
-        return None, "dual certificate not attempted"
-    Y, sep = lp_separator(w)
-    if Y is None:
-        return None, (f"separation LP not run or failed (n·d² = {w.n * w.d * w.d})")
-    if sep <= 0:
-        return None, f"separation LP: -A lies inside the zonotope (optimum {sep:.3g})"
-    cert = certify(w, [(Y, "separation LP (HiGHS)")])
-    if cert is None:
-        return None, (f"separation LP claims {sep:.3g} but no rounding of its Y passed the "
-                      "exact check")
-    return cert, "separation LP certificate, checked independently"
+    """The separation LP's certificate when ``run``, and a note on the outcome."""
+    return lp_certificate(w) if run else (None, "dual certificate not attempted")
 
 
 def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) -> IndexSetSearch:
@@ -410,8 +410,8 @@ def _exact_is_cheap(plan: SearchPlan, w: Weights, max_enumeration: int,
     """Whether the exact search may run before the float and LP steps: predicted within the
     preferred time (or below ``below``, the float search's predicted time), within the
     enumeration cap and the memory share."""
-    sums = 2.0 ** min(w.n // 2, 1000) + 2.0 ** min(w.n - w.n // 2, 1000)
-    return (plan.seconds <= max(MITM_PREFERRED_SECONDS, below) and sums <= max_enumeration
+    return (plan.seconds <= max(MITM_PREFERRED_SECONDS, below)
+            and _enumerated_sums(w.n) <= max_enumeration
             and mitm_affordable(plan) is None)
 
 
@@ -561,8 +561,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     if status == "found" and S is not None and not exact_none and method == "auto":
         if _holds(w, S):
             return out(status, S, how, detail, cert, plan, exact=True)
-        sums = 2.0 ** min(w.n // 2, 1000) + 2.0 ** min(w.n - w.n // 2, 1000)
-        if sums <= max_enumeration and mitm_affordable(xplan) is None:
+        if _enumerated_sums(w.n) <= max_enumeration and mitm_affordable(xplan) is None:
             # the set found meets the condition only within the tolerance: prefer an exact one
             xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
             if xs == "found":

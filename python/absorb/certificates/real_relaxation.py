@@ -340,7 +340,9 @@ def relaxation(W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9) -> R
     (d·tol·‖A‖_max)².
     Fraction object arrays: exact rational elimination and exact ``residual_exact``.
     """
-    w = prepare(W_up, W_down, A)
-    if w.exact:
-        return exact_relaxation(w)[0]
-    return float_relaxation(w, tol)[0]
+    return prepared_relaxation(prepare(W_up, W_down, A), tol)
+
+
+def prepared_relaxation(w: Weights, tol: float) -> Relaxation:
+    """:func:`relaxation` of validated weights: exact for rationals, else in floats."""
+    return exact_relaxation(w)[0] if w.exact else float_relaxation(w, tol)[0]
