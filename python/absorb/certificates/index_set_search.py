@@ -462,6 +462,9 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     if early is not None:
         return out(*early, exact=True)
     if not rel.is_zero:
+        # decided without the reduced coordinates: G (and its eigenvectors) freed before the
+        # certificate check, whose peak the memory prediction adds to the relaxation's
+        del system
         cert = certify(w, residual_candidates(rel.R)) if dual else None
         if dual and cert is None:
             notes.append("no rounding of the relaxation residual passed the exact check")
