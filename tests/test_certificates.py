@@ -135,7 +135,7 @@ def test_enumeration_limit_is_reported_not_none() -> None:
     W_up, W_down, _ = planted(rng, 2, 24, 6)
     res = find_index_set(W_up, W_down, max_enumeration=1000, method="meet-in-the-middle")
     assert res.status == "limit" and res.S is None and "max_enumeration" in res.detail
-    # auto falls back to HiGHS, which finds (and verifies) it
+    # auto falls back to HiGHS, which finds (and re-checks) it
     auto = find_index_set(W_up, W_down, max_enumeration=1000)
     assert auto.status == "found" and auto.method == "milp"
 

@@ -1,8 +1,9 @@
-"""Dual certificates, the independent verifier, the cost-planned search, storage precision and
-the checker files of ``absorb check`` (THEORY.md: dual certificate, bias_blowup)."""
+"""Dual certificates, the independent re-check, the cost-planned index-set search, storage
+precision and the checker files of ``absorb check`` (THEORY.md: dual certificate, bias_blowup)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import tracemalloc
 from collections.abc import Callable
@@ -30,6 +31,8 @@ from absorb.certificates import (
 )
 from absorb.certificates import index_set_search as search_module
 from absorb.certificates import real_relaxation as relaxation_module
+from absorb.certificates.devices import using_device
+from absorb.certificates.prepared import prepare
 from absorb.theory import decide
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,10 +71,10 @@ def outside_zonotope(W_up: np.ndarray, W_down: np.ndarray) -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# the independent verifier
+# the independent re-check
 
 
-def test_verifier_accepts_the_certificate_and_rejects_tampered_ones() -> None:
+def test_recheck_accepts_the_certificate_and_rejects_tampered_ones() -> None:
     rng = np.random.default_rng(1)
     W_up, W_down = rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
     cert = dual_certificate(W_up, W_down)
@@ -94,8 +97,8 @@ def test_verifier_accepts_the_certificate_and_rejects_tampered_ones() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.integers(1, 7))
-def test_verifier_matches_the_condition_and_brute_force(seed: int, d: int, n: int) -> None:
-    """Random integer Y on small integer weights: the verifier says what the formula says, and
+def test_recheck_matches_the_condition_and_brute_force(seed: int, d: int, n: int) -> None:
+    """Random integer Y on small integer weights: the re-check says what the formula says, and
     a valid Y never coexists with an index set."""
     gen = np.random.default_rng(seed)
     W_up = gen.integers(-2, 3, size=(n, d)).astype(float)
@@ -169,6 +172,61 @@ def test_blocked_gram_equals_the_plain_product(monkeypatch: pytest.MonkeyPatch) 
     G = gram(W_up, W_down)
     np.testing.assert_allclose(G, plain, rtol=1e-12, atol=1e-12)
     assert np.array_equal(G, G.T)
+
+
+def _duplicated_units(d: int, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A generic block whose last k units repeat its first k: G is singular even for n ≤ d²."""
+    rng = np.random.default_rng(seed)
+    W_up, W_down = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    W_up[n - k:], W_down[:, n - k:] = W_up[:k], W_down[:, :k]
+    return W_up, W_down
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu-torch"])
+@pytest.mark.parametrize(("d", "n", "k"), [(6, 30, 2), (3, 16, 0)])
+def test_rank_deficient_relaxation_builds_g_once(monkeypatch: pytest.MonkeyPatch, device: str,
+                                                 d: int, n: int, k: int) -> None:
+    """One Gram build per block: pstrf (after a failed Cholesky, n ≤ d²; directly, n > d²)
+    and eigh read G as built — the triangle and diagonal the factorizations overwrote are
+    restored — and the relaxation hands G and its eigenpairs on."""
+    if device != "cpu" and importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    W_up, W_down = _duplicated_units(d, n, k, seed=8)
+    built, pstrf_inputs = [], []
+    gram_of, pstrf = relaxation_module.gram, relaxation_module.sla.lapack.dpstrf
+
+    def counted_gram(*args: np.ndarray) -> np.ndarray:
+        built.append(args)
+        return gram_of(*args)
+
+    def recorded_pstrf(G_t: np.ndarray, **kwargs: object) -> object:
+        pstrf_inputs.append(G_t.T.copy())
+        return pstrf(G_t, **kwargs)
+
+    monkeypatch.setattr(relaxation_module, "gram", counted_gram)
+    monkeypatch.setattr(relaxation_module.sla.lapack, "dpstrf", recorded_pstrf)
+    with using_device(device):
+        rel, system = relaxation_module.float_relaxation(prepare(W_up, W_down, None), 1e-9)
+        fresh = gram_of(W_up, W_down)
+    assert len(built) == 1 and rel.rank == min(n - k, d * d) and system.eig is not None
+    assert len(pstrf_inputs) == 1 and np.array_equal(pstrf_inputs[0], fresh)
+    assert np.array_equal(np.tril(system.G), np.tril(fresh))
+    for kept, again in zip(system.eig, relaxation_module.eigenpairs(fresh), strict=True):
+        assert np.array_equal(kept, again)
+
+
+def test_the_float_search_reuses_the_relaxations_g_and_eigenpairs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    W_up, W_down = _duplicated_units(2, 9, 0, seed=9)  # n > d²: r² = 0, reduced search
+    built, decomposed = [], []
+    gram_of, eigenpairs = relaxation_module.gram, relaxation_module.eigenpairs
+    monkeypatch.setattr(relaxation_module, "gram", lambda *a: built.append(1) or gram_of(*a))
+    for module in (relaxation_module, search_module):
+        monkeypatch.setattr(module, "eigenpairs",
+                            lambda G: decomposed.append(1) or eigenpairs(G))
+    res = find_index_set(W_up, W_down, method="meet-in-the-middle", dual=False)
+    assert res.status == "none" and not res.relaxation.unique
+    assert len(built) == 1 and len(decomposed) == 1
 
 
 def test_relaxation_cost_bounds_the_measured_peak() -> None:

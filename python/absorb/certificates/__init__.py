@@ -22,7 +22,6 @@ from absorb.certificates.index_set_search import (
     plan_exact_search,
     plan_search,
 )
-from absorb.certificates.prepared import as_fractions
 from absorb.certificates.real_relaxation import Relaxation, gram, relaxation, relaxation_cost
 from absorb.certificates.recheck import DualCheck, check_dual, check_index_set
 
@@ -33,7 +32,6 @@ __all__ = [
     "RationalMatrix",
     "Relaxation",
     "SearchPlan",
-    "as_fractions",
     "brute_force_index_set",
     "check_dual",
     "check_index_set",

@@ -20,11 +20,9 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from numpy.typing import NDArray
 
+from absorb.blocks import Array as FloatArray
 from absorb.errors import AbsorbError, ToolMissing
-
-FloatArray = NDArray[np.float64]
 
 DEVICES = ("cpu", "cpu-torch", "cuda")
 TORCH_EXTRA = "needs the torch extra: pip install -e '.[torch]'"

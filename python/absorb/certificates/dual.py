@@ -27,14 +27,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from absorb.certificates.prepared import FloatArray, Weights, prepare
-from absorb.certificates.real_relaxation import exact_relaxation, float_relaxation
+from absorb.blocks import Array as FloatArray
+from absorb.certificates.prepared import Weights, prepare
+from absorb.certificates.real_relaxation import prepared_relaxation
 from absorb.certificates.recheck import DualCheck, check_dual
 from absorb.exact import json_float
 from absorb.rationals import RationalMatrix, rational_text
 
 __all__ = ["GRIDS", "LP_MAX_ENTRIES", "DualCertificate", "RationalMatrix", "certify",
-           "dual_certificate", "lp_separator"]
+           "dual_certificate", "lp_certificate", "lp_separator"]
 
 #: Dyadic grids 2⁻ᵏ tried in turn for the rounded certificate (coarse first: short rationals).
 GRIDS = (20, 30, 40, 52)
@@ -46,7 +47,7 @@ LP_TIME_LIMIT = 60.0
 
 @dataclass(frozen=True)
 class DualCertificate:
-    """A verified Y: −⟨A, Y⟩ lies ``margin`` outside [Σ min(c_i,0), Σ max(c_i,0)]."""
+    """A re-checked Y: −⟨A, Y⟩ lies ``margin`` outside [Σ min(c_i,0), Σ max(c_i,0)]."""
 
     Y: Any  # d×d: float64 on the dyadic grid 2^-grid (exact values), or Fractions
     check: DualCheck
@@ -138,20 +139,32 @@ def residual_candidates(R: Any) -> list[tuple[Any, str]]:
     return [(R_arr, src)]
 
 
+def lp_certificate(w: Weights) -> tuple[DualCertificate | None, str]:
+    """The separation LP's certificate (re-checked independently), or None, and a note on
+    the outcome."""
+    Y, sep = lp_separator(w)
+    if Y is None:
+        return None, (f"separation LP not run or failed (n·d² = {w.n * w.d * w.d})")
+    if sep <= 0:
+        return None, f"separation LP: -A lies inside the zonotope (optimum {sep:.3g})"
+    cert = certify(w, [(Y, "separation LP (HiGHS)")])
+    if cert is None:
+        return None, (f"separation LP claims {sep:.3g} but no rounding of its Y passed the "
+                      "exact check")
+    return cert, "separation LP certificate, checked independently"
+
+
 def dual_certificate(W_up: Any, W_down: Any, A: Any = None, *,
                      tol: float = 1e-9) -> DualCertificate | None:
-    """A verified certificate that no index set exists, or None when none was found.
+    """A re-checked certificate that no index set exists, or None when none was found.
 
     The relaxation residual when r² > 0 (floats: r² above its tolerance), else the
     separation LP; None means −A lies in the zonotope (or the LP was too large or failed).
     """
     w = prepare(W_up, W_down, A)
-    rel = exact_relaxation(w)[0] if w.exact else float_relaxation(w, tol)[0]
+    rel = prepared_relaxation(w, tol)
     if not rel.is_zero:
         cert = certify(w, residual_candidates(rel.R))
         if cert is not None:
             return cert
-    Y, sep = lp_separator(w)
-    if Y is None or sep <= 0:
-        return None
-    return certify(w, [(Y, "separation LP (HiGHS)")])
+    return lp_certificate(w)[0]

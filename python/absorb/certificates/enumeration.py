@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from absorb.certificates.prepared import FloatArray
+from absorb.blocks import Array as FloatArray
 from absorb.exact import Scaled, index_set_holds, integers, matmul_mod, negated, primes_below
 
 __all__ = ["FINGERPRINT_PRIMES", "MILP_TIME_LIMIT", "Mitm", "bits", "exact_meet_in_the_middle",
@@ -23,7 +23,7 @@ __all__ = ["FINGERPRINT_PRIMES", "MILP_TIME_LIMIT", "Mitm", "bits", "exact_meet_
 # search is complete for any direction, the seed only fixes which (harmless) key collisions
 # occur, so results are deterministic.
 _PROJECTION_SEED = 20260423
-# Pairs of half-sums whose keys collide are verified in chunks of this many pairs.
+# Pairs of half-sums whose keys collide are confirmed in chunks of this many pairs.
 _PAIR_CHUNK = 1 << 20
 #: HiGHS wall-clock budget (seconds) of the integer program.
 MILP_TIME_LIMIT = 60.0
@@ -64,7 +64,7 @@ def meet_in_the_middle(
     E is r × n (reduced, independent equations), t ∈ ℝʳ. Split the columns into halves L, R,
     enumerate all subset sums of each half, key them by a projection on a random unit vector
     w (‖u − v‖ ≤ δ ⇒ |w·u − w·v| ≤ δ, so no solution is missed), match keys by sorting and
-    binary search, and verify every key match on the whole r-vector; ``accept(S)`` is the
+    binary search, and confirm every key match on the whole r-vector; ``accept(S)`` is the
     final check on the original weights.
     """
     r, n = E.shape

@@ -5,7 +5,7 @@ decides it completely, in order of cost:
 
 1. A = 0 (S = ∅) and the rank bound rank(A) ≤ |S| ≤ n;
 2. the relaxation (:mod:`.real_relaxation`): r² > 0 proves that no S exists, and its residual
-   matrix is a dual certificate, checked independently (:mod:`.verify`);
+   matrix is a dual certificate, re-checked independently (:mod:`.recheck`);
 3. an exact set first — the stored floats are dyadic rationals, so "exact" is decidable: a
    unique real solution rounded to 0/1 and checked exactly (:func:`absorb.exact.index_set_holds`),
    then the exact meet-in-the-middle (:func:`.enumeration.exact_meet_in_the_middle`:
@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import scipy.linalg as sla
 from numpy.typing import NDArray
 
+from absorb.blocks import Array as FloatArray
 from absorb.budget import available_memory, human_bytes, human_seconds
 from absorb.certificates.dual import (
     DualCertificate,
     certify,
-    lp_separator,
+    lp_certificate,
     residual_candidates,
 )
 from absorb.certificates.enumeration import (
@@ -60,16 +60,16 @@ from absorb.certificates.enumeration import (
     milp_binary,
     subset_sums,
 )
-from absorb.certificates.prepared import FloatArray, Weights, prepare, rank
+from absorb.certificates.prepared import Weights, prepare
 from absorb.certificates.real_relaxation import (
     Relaxation,
+    eigenpairs,
     exact_relaxation,
     float_relaxation,
-    gram,
 )
 from absorb.certificates.recheck import check_index_set
 from absorb.errors import AbsorbError
-from absorb.exact import safe_float
+from absorb.exact import rank, safe_float
 
 __all__ = [
     "IndexSetSearch",
@@ -165,7 +165,7 @@ class IndexSetSearch:
 
 
 # --------------------------------------------------------------------------------------------
-# verification
+# checks of a candidate S
 
 
 def _residual_matrix(w: Weights, S: Sequence[int]) -> Any:
@@ -200,11 +200,10 @@ def plan_search(n: int, equations: int, *, entries: Literal["int64", "object"] =
     such binary programs in milliseconds (d = 4, n = 48: 2^24 sums, about 5 GB and a minute,
     against 0.01 s).
     """
-    # capped exponents: beyond 2^1000 sums nothing changes the decision (and floats overflow)
-    sums = 2.0 ** min(n // 2, 1000) + 2.0 ** min(n - n // 2, 1000)
+    sums = _enumerated_sums(n)
     nbytes = sums * (equations * _BYTES_PER_ENTRY[entries] + 5 * 8)
     seconds = sums * ((equations + 20) * _SECONDS_PER_ENTRY[entries]
-                      + min(n - n // 2, 1000) * _SECONDS_PER_SEARCH_STEP)
+                      + _halves(n)[1] * _SECONDS_PER_SEARCH_STEP)
     cost = f"{human_bytes(nbytes)} and about {human_seconds(seconds)}"
     too_many = max_enumeration is not None and sums > max_enumeration
     if method == "milp":
@@ -229,7 +228,7 @@ def plan_exact_search(n: int, d: int) -> SearchPlan:
     2^⌈n/2⌉ subset sums of three fingerprints, a sort
     of the left keys and a binary search of each right key (≈ ⌈n/2⌉ steps each); memory for
     the left keys and one block of right keys. Calibrated in benchmarks/search_bench.py."""
-    h1, h2 = min(n // 2, 1000), min(n - n // 2, 1000)
+    h1, h2 = _halves(n)
     sums = 2.0**h1 + 2.0**h2
     seconds = sums * (h2 + 4) * _EXACT_SECONDS_PER_STEP
     nbytes = 2.0**h1 * _EXACT_BYTES_PER_LEFT_SUM + min(2.0**h2, 2.0**20) / 2.0**20 * (
@@ -237,6 +236,18 @@ def plan_exact_search(n: int, d: int) -> SearchPlan:
     return SearchPlan(n, d * d, "fingerprint", nbytes, seconds, "exact-meet-in-the-middle",
                       f"exact meet-in-the-middle predicted to need {human_bytes(nbytes)} and "
                       f"about {human_seconds(seconds)}")
+
+
+def _halves(n: int) -> tuple[int, int]:
+    """⌊n/2⌋ and ⌈n/2⌉, the halves meet-in-the-middle enumerates (2^h1 + 2^h2 subset sums),
+    capped at 1000: beyond 2^1000 sums nothing changes a decision (and floats overflow)."""
+    return min(n // 2, 1000), min(n - n // 2, 1000)
+
+
+def _enumerated_sums(n: int) -> float:
+    """2^⌊n/2⌋ + 2^⌈n/2⌉ (exponents capped: :func:`_halves`)."""
+    h1, h2 = _halves(n)
+    return 2.0**h1 + 2.0**h2
 
 
 def mitm_affordable(plan: SearchPlan, memory: int | None = None) -> str | None:
@@ -272,7 +283,7 @@ def find_index_set(
 
     Fraction input is decided exactly. Float input: an S meeting the condition exactly on the
     stored values is looked for first and preferred (``exact`` then True); otherwise S is
-    accepted iff ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-verified on the
+    accepted iff ‖W_down[:,S]W_up[S,:] + A‖_max ≤ τ = tol·‖A‖_max (re-checked on the
     weights), and "none" means no S meets that; the reduced search uses the implied
     Frobenius bound δ = d·τ. A dual certificate is exact for the stored numbers either way;
     it also rules out every S within tolerance when its margin exceeds τ·‖Y‖₁ (since
@@ -330,19 +341,8 @@ def _skip_verdict(w: Weights, a_is_zero: bool) -> _Verdict | None:
 
 
 def _lp_certificate(w: Weights, run: bool) -> tuple[DualCertificate | None, str]:
-    """The separation LP's certificate (checked independently), and a note on the outcome."""
-    if not run:
-        return None, "dual certificate not attempted"
-    Y, sep = lp_separator(w)
-    if Y is None:
-        return None, (f"separation LP not run or failed (n·d² = {w.n * w.d * w.d})")
-    if sep <= 0:
-        return None, f"separation LP: -A lies inside the zonotope (optimum {sep:.3g})"
-    cert = certify(w, [(Y, "separation LP (HiGHS)")])
-    if cert is None:
-        return None, (f"separation LP claims {sep:.3g} but no rounding of its Y passed the "
-                      "exact check")
-    return cert, "separation LP certificate, checked independently"
+    """The separation LP's certificate when ``run``, and a note on the outcome."""
+    return lp_certificate(w) if run else (None, "dual certificate not attempted")
 
 
 def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) -> IndexSetSearch:
@@ -410,8 +410,8 @@ def _exact_is_cheap(plan: SearchPlan, w: Weights, max_enumeration: int,
     """Whether the exact search may run before the float and LP steps: predicted within the
     preferred time (or below ``below``, the float search's predicted time), within the
     enumeration cap and the memory share."""
-    sums = 2.0 ** min(w.n // 2, 1000) + 2.0 ** min(w.n - w.n // 2, 1000)
-    return (plan.seconds <= max(MITM_PREFERRED_SECONDS, below) and sums <= max_enumeration
+    return (plan.seconds <= max(MITM_PREFERRED_SECONDS, below)
+            and _enumerated_sums(w.n) <= max_enumeration
             and mitm_affordable(plan) is None)
 
 
@@ -442,7 +442,7 @@ def _beyond_tolerance(cert: DualCertificate, tau: float) -> bool:
 
 def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                 dual: bool) -> IndexSetSearch:
-    rel, c = float_relaxation(w, tol)
+    rel, system = float_relaxation(w, tol)
     a_max = float(np.max(np.abs(w.A)))
     tau = tol * a_max
     delta = w.d * tau
@@ -462,6 +462,9 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     if early is not None:
         return out(*early, exact=True)
     if not rel.is_zero:
+        # decided without the reduced coordinates: G (and its eigenvectors) freed before the
+        # certificate check, whose peak the memory prediction adds to the relaxation's
+        del system
         cert = certify(w, residual_candidates(rel.R)) if dual else None
         if dual and cert is None:
             notes.append("no rounding of the relaxation residual passed the exact check")
@@ -527,10 +530,10 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
                    f"{human_bytes(eig_bytes)}, above the limits of "
                    f"{human_seconds(MITM_MAX_SECONDS)} and {human_bytes(eig_limit)}", cert,
                    plan)
-    G = gram(w.W_up, w.W_down)
     # orthonormal reduced coordinates: with G = V Λ Vᵀ and K = U Λ^½ Vᵀ, the map Uᵀ is an
     # isometry on span(K), Uᵀk_i = column i of Λ_r^½ V_rᵀ and Uᵀvec(A) = Λ_r^{-½} V_rᵀ c.
-    lam, V = sla.eigh(G, check_finite=False, overwrite_a=True)
+    lam, V = system.eig if system.eig is not None else eigenpairs(system.G)
+    c = system.c
     r = rel.rank
     lam_r, V_r = np.maximum(lam[w.n - r :], 0.0), V[:, w.n - r :]
     root = np.sqrt(lam_r)
@@ -561,8 +564,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     if status == "found" and S is not None and not exact_none and method == "auto":
         if _holds(w, S):
             return out(status, S, how, detail, cert, plan, exact=True)
-        sums = 2.0 ** min(w.n // 2, 1000) + 2.0 ** min(w.n - w.n // 2, 1000)
-        if sums <= max_enumeration and mitm_affordable(xplan) is None:
+        if _enumerated_sums(w.n) <= max_enumeration and mitm_affordable(xplan) is None:
             # the set found meets the condition only within the tolerance: prefer an exact one
             xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
             if xs == "found":
@@ -630,7 +632,7 @@ def _milp_search(E: NDArray[Any], t: NDArray[Any], delta: float,
         return "limit", None, (f"the binary program has {r}×{Ef.shape[1]} dense constraints, "
                                f"above {MILP_MAX_ENTRIES} entries")
     # exact integer rows are met exactly by an index set; HiGHS needs a little slack for its
-    # own floating-point feasibility tolerance (found points are re-verified exactly).
+    # own floating-point feasibility tolerance (found points are re-checked exactly).
     slack = delta if not exact else 1e-9 * max(1.0, float(np.max(np.abs(Ef))))
     status, S = milp_binary(Ef, tf, slack, time_limit)
     if status == "found" and S is not None and not accept(S) and inner_delta:

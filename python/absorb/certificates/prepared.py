@@ -1,7 +1,7 @@
 """Validated weights for the certificate code: float64 arrays, or exact ``Fraction`` arrays.
 
-Shared by the producers (relaxation, search, dual LP, rounding); the independent verifier
-(:mod:`absorb.certificates.recheck`) parses on its own.
+Shared by the producers (relaxation, index-set search, dual LP, rounding); the independent
+re-check (:mod:`absorb.certificates.recheck`) parses on its own.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from typing import Any
 import numpy as np
 
 from absorb.blocks import Array as FloatArray
-from absorb.blocks import ObjectArray as ObjArray
 from absorb.errors import AbsorbError
-from absorb.exact import as_fractions, identity, rank, rref, to_fraction
+from absorb.exact import as_fractions, identity
 
-__all__ = ["EXACT_FALLBACK_WORK", "SAFE_EXPONENT", "FloatArray", "ObjArray", "Weights",
-           "as_fractions", "float_safe", "prepare", "rank", "rref", "to_fraction"]
+__all__ = ["EXACT_FALLBACK_WORK", "SAFE_EXPONENT", "Weights", "float_safe", "prepare"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,10 @@ matrix R = W_down diag(s) W_up + A is then a dual certificate (:mod:`.dual`).
 
 The two n×n Gram factors are computed in row blocks of the upper triangle (mirrored): one
 16384×4096 product segfaults numpy's bundled OpenBLAS, row blocks of it do not, and the
-symmetric half halves the work.
+symmetric half halves the work. G is built once per block: the factorizations overwrite one
+triangle and the diagonal and leave the other triangle as it is, from which G is restored
+(:func:`float_relaxation`), and the index-set search reuses G and its eigenpairs
+(:class:`FloatSystem`).
 """
 
 from __future__ import annotations
@@ -24,15 +27,19 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from absorb.blocks import Array as FloatArray
 from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates import devices
-from absorb.certificates.prepared import FloatArray, Weights, prepare, rref
-from absorb.exact import json_float, safe_float
+from absorb.certificates.prepared import Weights, prepare
+from absorb.exact import json_float, rref, safe_float
 
 __all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]
 
 #: Temporaries of one row block of the Gram products stay below this many bytes.
 GRAM_BLOCK_BYTES = 64 << 20
+#: Rows of a tile of :func:`mirror_lower`: small transposed copies stay in cache (the diagonal
+#: blocks of an n = 4096 Gram matrix took 6 ms, against 40 ms as one fancy-indexed copy each).
+MIRROR_TILE = 64
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ def relaxation_cost(d: int, n: int) -> Cost:
     Memory: G (n² floats, factorized in place), the float64 weights and the transposed
     W_down (3nd), the Gram row-block temporaries (3·b·n); when n > d², G is rank-deficient
     and the minimum-norm solution needs its eigendecomposition (G and V: 2n² more). The
-    certificate check that follows (:mod:`.verify`) needs the weights and five n×d floats
+    certificate check that follows (:mod:`.recheck`) needs the weights and five n×d floats
     (W_downᵀY, |W_downᵀ||Y| and their temporaries), and the certificate Y is reported as d²
     exact "p/q" strings (about 128 bytes each). The phases are added, not maximized: buffers of
     one phase can still be alive in the next (measured: a d = 4096, n = 16384 layer peaked at
@@ -110,8 +117,9 @@ def relaxation_cost(d: int, n: int) -> Cost:
 
 
 def gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
-    """G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), computed in row blocks of the upper triangle
-    (on torch when a device is selected: :mod:`.devices`)."""
+    """G = (W_downᵀW_down) ⊙ (W_up W_upᵀ), computed in row blocks of the upper triangle and
+    mirrored, exactly symmetric (on torch when a device is selected: :mod:`.devices`, G as
+    torch returns it)."""
     if devices.current_device() != "cpu":
         return devices.torch_gram(W_up, W_down)
     n = W_up.shape[0]
@@ -125,7 +133,21 @@ def gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
         blk *= Wu[i0:i1] @ Wu[i0:].T
         G[i0:i1, i0:] = blk
         G[i0:, i0:i1] = blk.T
+        # a GEMM need not round the (i, j) and (j, i) entries of the diagonal block alike;
+        # exact symmetry lets G be restored from its lower triangle (float_relaxation)
+        mirror_lower(G[i0:i1, i0:i1])
     return G
+
+
+def mirror_lower(M: FloatArray) -> None:
+    """The square M's strict lower triangle copied into its strict upper triangle, in row
+    tiles of MIRROR_TILE (small transposed copies, no M-sized temporary)."""
+    m = M.shape[0]
+    for j0 in range(0, m, MIRROR_TILE):
+        j1 = min(m, j0 + MIRROR_TILE)
+        for i in range(j0, j1 - 1):
+            M[i, i + 1 : j1] = M[i + 1 : j1, i]
+        M[j0:j1, j1:] = M[j1:, j0:j1].T
 
 
 def gram_rhs(w: Weights) -> FloatArray:
@@ -138,10 +160,18 @@ def gram_rhs(w: Weights) -> FloatArray:
     return c
 
 
-def min_norm_solution(G: FloatArray, c: FloatArray, rank: int) -> FloatArray:
+def eigenpairs(G: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """(λ ascending, V) with G = V diag(λ) Vᵀ, read from G's lower triangle and diagonal only
+    (LAPACK ``syevr``, on a copy: G is not modified)."""
+    lam, V = sla.eigh(G, check_finite=False)
+    return lam, V
+
+
+def min_norm_solution(eig: tuple[FloatArray, FloatArray], c: FloatArray,
+                      rank: int) -> FloatArray:
     """The minimum-norm s with G s = −c from the top ``rank`` eigenpairs of G."""
-    n = G.shape[0]
-    lam, V = sla.eigh(G, check_finite=False, overwrite_a=True)
+    lam, V = eig
+    n = lam.shape[0]
     lam_r, V_r = lam[n - rank :], V[:, n - rank :]
     # an eigenvalue rounded to ≤ 0 (G badly scaled, or NaN) contributes nothing: its
     # coefficient stays 0 instead of being divided (0/0 would be NaN, x/0 inf)
@@ -162,7 +192,8 @@ def _one_norm(G: FloatArray) -> float:
 def _full_rank_solution(G: FloatArray, c: FloatArray) -> FloatArray | None:
     """s with G s = −c from the unpivoted Cholesky factor, when G is numerically positive
     definite: the factorization succeeds and LAPACK's estimate of 1/κ₁(G) exceeds n·ε. None
-    otherwise. G is overwritten either way.
+    otherwise. On numpy G's upper triangle and diagonal hold the factor afterwards (its strict
+    lower triangle is not touched); on a torch device G is left as it is.
 
     Why not pivoted Cholesky first: LAPACK's ``pstrf`` (a row and column swap per step) took
     2.5× as long as ``potrf`` at n = 4096 and 8192 (OpenBLAS 0.3.30, 2 cores; 17 s against
@@ -181,23 +212,44 @@ def _full_rank_solution(G: FloatArray, c: FloatArray) -> FloatArray | None:
     return z
 
 
-def float_relaxation(w: Weights, tol: float) -> tuple[Relaxation, FloatArray]:
-    """The relaxation and c for float weights (G is factorized in place and not kept)."""
+@dataclass(frozen=True)
+class FloatSystem:
+    """G s = −c as :func:`float_relaxation` leaves it, for the index-set search to reuse:
+    ``G``'s lower triangle and diagonal hold G (its upper triangle may hold a Cholesky factor:
+    read it with :func:`eigenpairs`), ``eig`` its eigenpairs when the relaxation computed them
+    (G rank-deficient), else None."""
+
+    G: FloatArray
+    c: FloatArray
+    eig: tuple[FloatArray, FloatArray] | None
+
+
+def float_relaxation(w: Weights, tol: float) -> tuple[Relaxation, FloatSystem]:
+    """The relaxation for float weights, and the system it solved.
+
+    G is built once. Both factorizations work on Gᵀ in Fortran order (the same matrix: no
+    copy) and overwrite its upper triangle and diagonal, never its strict lower triangle; the
+    diagonal is kept aside, so G is restored exactly (:func:`mirror_lower`: G is exactly
+    symmetric) where the next step needs it.
+    """
     G = gram(w.W_up, w.W_down)
     c = gram_rhs(w)
     n = w.n
-    diag_max = float(np.max(np.diag(G)))
+    diag = G.diagonal().copy()
+    diag_max = float(np.max(diag))
     full = _full_rank_solution(G, c) if diag_max > 0.0 and n <= w.d * w.d else None
+    eig = None
     if full is not None:
         rank, s = n, full
     elif diag_max == 0.0:  # every unit has a_i = 0 or b_i = 0
         rank, s = 0, np.zeros(n)
     else:
-        if n <= w.d * w.d:  # the Cholesky attempt overwrote G
-            G = gram(w.W_up, w.W_down)
+        if n <= w.d * w.d and devices.current_device() == "cpu":
+            # the Cholesky attempt overwrote the upper triangle and the diagonal (on torch it
+            # worked on a copy), which pstrf reads
+            mirror_lower(G)
+            np.fill_diagonal(G, diag)
         rank_tol = n * np.finfo(np.float64).eps * diag_max
-        # G is symmetric, so its transpose is the same matrix in Fortran order: pstrf then
-        # factorizes in place instead of copying n² floats.
         L, piv, rank_, _ = sla.lapack.dpstrf(G.T, lower=1, tol=rank_tol, overwrite_a=1)
         rank = int(rank_)
         if rank == n:
@@ -208,7 +260,10 @@ def float_relaxation(w: Weights, tol: float) -> tuple[Relaxation, FloatArray]:
             s = np.empty(n)
             s[piv0] = z
         else:
-            s = min_norm_solution(gram(w.W_up, w.W_down), c, rank)
+            np.fill_diagonal(G, diag)  # eigh reads the lower triangle, which pstrf left intact
+            eig = eigenpairs(G)
+            s = min_norm_solution(eig, c, rank)
+    np.fill_diagonal(G, diag)  # handed on with its lower triangle (FloatSystem)
     # r² from the d×d residual itself (O(d²n)), not from ‖A‖² − cᵀG⁺c, which cancels badly
     # exactly when r² is small — the case that matters.
     R = w.W_down @ (s[:, None] * w.W_up) + w.A
@@ -217,7 +272,7 @@ def float_relaxation(w: Weights, tol: float) -> tuple[Relaxation, FloatArray]:
     tol_f = w.d * tol * a_max
     rel = Relaxation(residual=r2, residual_exact=None, s=s, rank=rank, unique=rank == n,
                      tolerance=tol_f * tol_f, R=R)  # a product: inf, not OverflowError
-    return rel, c
+    return rel, FloatSystem(G, c, eig)
 
 
 @dataclass(frozen=True)
@@ -271,7 +326,7 @@ def _exact_min_norm(G: Any, c: Any, rank: int) -> FloatArray:
     c_peak = max((abs(v) for v in c), default=Fraction(0)) or Fraction(1)
     G_f = np.array([[safe_float(v / g_peak) for v in row] for row in G])
     c_f = np.array([safe_float(v / c_peak) for v in c])
-    s_unit = min_norm_solution(G_f, c_f, rank)
+    s_unit = min_norm_solution(eigenpairs(G_f), c_f, rank)
     factor = c_peak / g_peak
     return np.array([safe_float(Fraction(float(v)) * factor) for v in s_unit])
 
@@ -285,7 +340,9 @@ def relaxation(W_up: Any, W_down: Any, A: Any = None, *, tol: float = 1e-9) -> R
     (d·tol·‖A‖_max)².
     Fraction object arrays: exact rational elimination and exact ``residual_exact``.
     """
-    w = prepare(W_up, W_down, A)
-    if w.exact:
-        return exact_relaxation(w)[0]
-    return float_relaxation(w, tol)[0]
+    return prepared_relaxation(prepare(W_up, W_down, A), tol)
+
+
+def prepared_relaxation(w: Weights, tol: float) -> Relaxation:
+    """:func:`relaxation` of validated weights: exact for rationals, else in floats."""
+    return exact_relaxation(w)[0] if w.exact else float_relaxation(w, tol)[0]

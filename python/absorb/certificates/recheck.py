@@ -1,6 +1,6 @@
 """Independent checks of certificates, rigorous for the stored numbers.
 
-This module shares no code with the producers (relaxation, LP, search): it recomputes
+This module shares no code with the producers (relaxation, LP, index-set search): it recomputes
 everything from the stored weights, on the bottom-layer exact arithmetic of
 :mod:`absorb.exact` (rational reading, integer forms, products modulo primes), which no
 producer's result enters. Every float16/

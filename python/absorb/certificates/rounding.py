@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+
+from absorb.blocks import Array
 
 __all__ = ["FLOAT64_TOL", "UNIT_ROUNDOFF", "RoundingRepair", "repair", "search_tolerance",
            "storage_dtype"]
 
-Array = NDArray[np.float64]
 
 #: Unit roundoff of each storage format (half the spacing of the numbers near 1).
 UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 2.0**-24,

@@ -1,6 +1,6 @@
 """Theorem-derived lower bounds on the error of every residual-free fit, on the sampled points.
 
-The held-out set of a scale s is a set of pairs P_s = {x, 2x : x ∈ Z_s}; the search reports
+The held-out set of a scale s is a set of pairs P_s = {x, 2x : x ∈ Z_s}; the fit reports
 the relative errors ‖e(P_s)‖_F / ‖f(P_s)‖_F ("relative_error") and
 max_p ‖e(p)‖ / max_p ‖f(p)‖ ("sup_relative_error"), e = f − h. Bounds of the same quantities:
 

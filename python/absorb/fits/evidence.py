@@ -12,7 +12,7 @@ import numpy as np
 from absorb.blocks import Block
 from absorb.fits.fit import fit_residual_free
 
-# Small, fast settings: the evidence is a hint beside a verdict, not a search of its own.
+# Small, fast settings: the evidence is a hint beside a verdict, not a fit study of its own.
 EVIDENCE_RESTARTS, EVIDENCE_STEPS, EVIDENCE_SAMPLES = 2, 300, 512
 # A fit is evidence only: it can miss an absorbing block (a positive control can fail at some
 # seeds) and a small error is not an equality, so it never decides a verdict by itself.

@@ -45,7 +45,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from absorb.blocks import Block
+from absorb.blocks import INPUT_SCALES, Block
 from absorb.errors import AbsorbError
 from absorb.fits.adam import AdamFit
 from absorb.fits.bounds import contradictions, lower_bounds, pairs
@@ -56,6 +56,8 @@ __all__ = ["ENGINES", "FitResult", "fit_residual_free"]
 
 ENGINES = ("lm", "adam")
 DEFAULT_STEPS = {"lm": 200, "adam": 1500}
+#: Adam's initial learning rate (cosine-decayed to 10⁻³ of it; a tenth of it for the polish).
+ADAM_LR = 1e-2
 FROM_TARGET = "from-target (not independent)"
 
 
@@ -197,13 +199,11 @@ def held_out_errors(h: Block, f: Block, held: Sequence[tuple[float, Array]]
 
 class _Engine:
     def __init__(self, target: Block, width: int, X: Array, T: Array, omega: Array,
-                 steps: int, rng: np.random.Generator, dtype: type, reflect: bool,
-                 lr: float, project: bool, redraws: int = 0) -> None:
+                 steps: int, rng: np.random.Generator, redraws: int) -> None:
         self.target, self.width, self.steps, self.rng = target, width, steps, rng
         self.redraws = redraws
         self.X, self.T, self.omega = X, T, omega
         self.unit = unit_function(target)
-        self.dtype, self.reflect, self.lr, self.project = dtype, reflect, lr, project
         self.deadline = math.inf
 
     def _varpro(self, aux: bool) -> VarPro:
@@ -227,18 +227,17 @@ class _Engine:
         theta = vp.join(p)
         if not polish:
             theta = self.vp_aux.levenberg_marquardt(theta, self.steps)
-        if self.reflect:
-            theta = vp.reflection_search(theta, self.rng, kicks=2 * self.width)
+        theta = vp.reflection_search(theta, self.rng, kicks=2 * self.width)
         theta = vp.levenberg_marquardt(theta, self.steps * (3 if polish else 1))
         if self.redraws and not polish:
-            theta = vp.redraw_search(theta, self.rng, self.redraws, self.steps, self.reflect)
+            theta = vp.redraw_search(theta, self.rng, self.redraws, self.steps)
         return vp.params(theta), vp.cost(theta)
 
     def adam(self, p: dict[str, Array], polish: bool = False) -> tuple[dict[str, Array], float]:
-        fit = AdamFit(self.unit, self.X, self.T, self.omega, p, self.dtype, project=self.project)
+        fit = AdamFit(self.unit, self.X, self.T, self.omega, p, project=True)
         steps = self.steps * (3 if polish else 1)
         best_loss, best_p = math.inf, fit.p
-        lr0 = self.lr * (0.1 if polish else 1.0)
+        lr0 = ADAM_LR * (0.1 if polish else 1.0)
         for i in range(steps):
             if time.perf_counter() > self.deadline:
                 break
@@ -257,18 +256,13 @@ def _cosine(step: int, steps: int, lr0: float) -> float:
 
 
 def _check_arguments(w: int, restarts: int, steps: int, samples: int,
-                     scales: tuple[float, ...], engine: str, dtype: type,
-                     time_budget: float | None) -> None:
+                     scales: tuple[float, ...], engine: str, time_budget: float | None) -> None:
     if w < 1 or restarts < 1 or steps < 1 or samples < 1:
         raise AbsorbError("width, restarts, steps and samples must be positive")
     if not scales or any(not (s > 0 and math.isfinite(s)) for s in scales):
         raise AbsorbError(f"scales must be positive and finite, got {scales}")
     if engine not in ENGINES:
         raise AbsorbError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
-    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise AbsorbError(f"dtype must be float32 or float64, got {dtype}")
-    if engine == "lm" and np.dtype(dtype) != np.dtype(np.float64):
-        raise AbsorbError("the lm engine works in float64 only")
     if time_budget is not None and not (time_budget > 0 and math.isfinite(time_budget)):
         raise AbsorbError(f"time budget must be positive, got {time_budget}")
 
@@ -290,16 +284,12 @@ def fit_residual_free(
     restarts: int = 4,
     steps: int | None = None,
     samples: int | None = None,
-    scales: tuple[float, ...] = (0.01, 1.0, 100.0),
+    scales: tuple[float, ...] = INPUT_SCALES,
     rng: np.random.Generator,
     engine: str = "lm",
-    dtype: type = np.float64,
     progress: bool = False,
     init_from_target: bool = False,
     time_budget: float | None = None,
-    reflect: bool = True,
-    lr: float = 1e-2,
-    project: bool = True,
     stop_below: float | None = None,
     redraws: int = 0,
 ) -> FitResult:
@@ -307,28 +297,28 @@ def fit_residual_free(
 
     ``steps``: LM iterations per stage (``lm``) or Adam steps (``adam``) per restart;
     ``samples``: training inputs per scale (held-out: as many pairs); ``time_budget``: seconds
-    after which the search stops cleanly (between or inside restarts) and says so;
+    after which the fit stops cleanly (between or inside restarts) and says so;
     ``stop_below``: no further restarts once one reaches this held-out error at every scale;
     ``redraws``: single-unit re-draw moves per restart (``lm`` only; see the module docstring).
     """
     w = target.n if width is None else width
     steps = DEFAULT_STEPS.get(engine, 1) if steps is None else steps
     samples = default_samples(target, w, engine) if samples is None else samples
-    _check_arguments(w, restarts, steps, samples, scales, engine, dtype, time_budget)
+    _check_arguments(w, restarts, steps, samples, scales, engine, time_budget)
     if redraws < 0:
         raise AbsorbError(f"redraws must be non-negative, got {redraws}")
     # One BLAS thread: with two, OpenBLAS's reductions can round differently from run to run,
     # and a last-bit difference can steer a restart to another minimum; determinism under
     # --seed is worth more than the second thread on these small fits.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit(target, w, restarts, steps, samples, scales, rng, engine, dtype, progress,
-                    init_from_target, time_budget, reflect, lr, project, stop_below, redraws)
+        return _fit(target, w, restarts, steps, samples, scales, rng, engine, progress,
+                    init_from_target, time_budget, stop_below, redraws)
 
 
 def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
-         scales: tuple[float, ...], rng: np.random.Generator, engine: str, dtype: type,
-         progress: bool, init_from_target: bool, time_budget: float | None, reflect: bool,
-         lr: float, project: bool, stop_below: float | None, redraws: int) -> FitResult:
+         scales: tuple[float, ...], rng: np.random.Generator, engine: str, progress: bool,
+         init_from_target: bool, time_budget: float | None, stop_below: float | None,
+         redraws: int) -> FitResult:
     """The body of :func:`fit_residual_free`, arguments checked."""
     t0 = time.perf_counter()
     X = np.concatenate([s * rng.standard_normal((samples, target.d)) for s in scales])
@@ -338,7 +328,7 @@ def _fit(target: Block, w: int, restarts: int, steps: int, samples: int,
         raise AbsorbError("the target block is zero on the inputs of some scale")
     omega = np.repeat(1.0 / (len(scales) * norms), samples)
     held = [(s, s * rng.standard_normal(((samples + 1) // 2, target.d))) for s in scales]
-    eng = _Engine(target, w, X, T, omega, steps, rng, dtype, reflect, lr, project, redraws)
+    eng = _Engine(target, w, X, T, omega, steps, rng, redraws)
     eng.deadline = math.inf if time_budget is None else t0 + time_budget
     run = eng.lm if engine == "lm" else eng.adam
     starts = [("random", random_params(target, w, rng)) for _ in range(restarts)]

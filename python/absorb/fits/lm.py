@@ -347,8 +347,8 @@ class VarPro:
                 theta, best = cand, c
         return theta
 
-    def redraw_search(self, theta: Array, rng: np.random.Generator, tries: int, steps: int,
-                      reflect: bool) -> Array:
+    def redraw_search(self, theta: Array, rng: np.random.Generator, tries: int,
+                      steps: int) -> Array:
         """Iterated local search over single units: unit i (cycling) gets fresh inner weights at
         fan-in scale (V_up[i], V_gate[i] ~ N(0, 1/d), c_up[i] ~ N(0, ¼)), the whole block is
         re-fitted by LM (and the reflection search), and the move is kept when the cost drops.
@@ -370,8 +370,7 @@ class VarPro:
             if self.up_bias:
                 p["c_up"][i] = 0.5 * rng.standard_normal()
             cand = self.levenberg_marquardt(self.join(p), steps)
-            if reflect:
-                cand = self.levenberg_marquardt(self.reflection_search(cand, rng, self.w), steps)
+            cand = self.levenberg_marquardt(self.reflection_search(cand, rng, self.w), steps)
             c = self.cost(cand)
             if c < best:
                 theta, best = cand, c
