@@ -304,3 +304,26 @@ def test_certificate_settles_stored_weights_when_the_tolerance_search_cannot_run
     assert verdict["storage"]["dtype"] == "float32"  # type: ignore[index]
     assert verdict["verdict"] == "not_absorbed"
     assert "not decided" in str(verdict["certificate"]["up_to_rounding"])  # type: ignore[index]
+
+
+def test_eigendecomposition_paid_by_the_relaxation_is_not_gated_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """n > d²: the relaxation already holds G's eigenpairs, so the reduced search does not stop
+    on the eigendecomposition's predicted cost (made prohibitive here); the set it returns
+    meets the condition within rounding (its residual computed exactly on the stored values)."""
+    from absorb.activations import get_activation
+    from absorb.blocks import planted_block, random_block
+    from absorb.certificates import index_set_search
+
+    monkeypatch.setattr(index_set_search, "_EIGH_SECONDS_PER_FLOP", 1e3)
+    rng = np.random.default_rng(0)
+    block = planted_block(random_block(get_activation("relu"), 4, 40, rng), rng)
+    res = find_index_set(block.W_up, block.W_down, None)
+    assert res.status == "found" and res.S is not None
+    S = list(res.S)
+    Wd = [[Fraction(v) for v in row] for row in block.W_down[:, S]]
+    Wu = [[Fraction(v) for v in row] for row in block.W_up[S]]
+    product = [[sum(Wd[a][k] * Wu[k][b] for k in range(len(S))) for b in range(4)]
+               for a in range(4)]
+    residual = max(abs(product[a][b] + (a == b)) for a in range(4) for b in range(4))
+    assert residual <= 1e-12

@@ -523,8 +523,9 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     eig_seconds = 9.0 * float(w.n) ** 3 * _EIGH_SECONDS_PER_FLOP
     eig_bytes = 3.0 * 8.0 * float(w.n) ** 2  # G, its eigenvectors, LAPACK's workspace
     eig_limit = MITM_MEMORY_SHARE * available_memory()
-    if eig_seconds > MITM_MAX_SECONDS or eig_bytes > eig_limit:
-        # the reduced coordinates need an n×n eigendecomposition (79 s at n = 4096): bounded
+    if system.eig is None and (eig_seconds > MITM_MAX_SECONDS or eig_bytes > eig_limit):
+        # the reduced coordinates need an n×n eigendecomposition (79 s at n = 4096): bounded,
+        # unless the relaxation has already paid for it
         return out("limit", None, "plan", f"the reduced search needs an n×n eigendecomposition "
                    f"(n = {w.n}), predicted {human_seconds(eig_seconds)} and "
                    f"{human_bytes(eig_bytes)}, above the limits of "

@@ -33,6 +33,7 @@ from absorb.blocks import Block, stored_biases, stored_weights
 from absorb.errors import AbsorbError
 from absorb.rationals import RationalMatrix, rational_text
 from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict
+from absorb.weights import CHECKER_ACTIVATIONS
 
 __all__ = ["FORMAT", "checker_document", "ensure_writable", "export_document",
            "write_new_file"]
@@ -59,9 +60,9 @@ def checker_document(W_up: Any, W_down: Any, A: Any = None, *, activation: str =
     S or a certificate Y."""
     if (S is None) == (Y is None):
         raise AbsorbError("a checker file holds exactly one of S and Y")
-    if activation not in ("relu", "gelu"):
-        raise AbsorbError(f"the checker's format speaks about relu and gelu blocks, not "
-                          f"{activation}")
+    if activation not in CHECKER_ACTIVATIONS:
+        raise AbsorbError(f"the checker's format speaks about {' and '.join(CHECKER_ACTIVATIONS)} "
+                          f"blocks, not {activation}")
     doc: dict[str, object] = {"format": FORMAT, "activation": activation,
                               "W_up": _rows(W_up), "W_down": _rows(W_down)}
     if A is not None:
