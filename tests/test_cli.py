@@ -36,6 +36,10 @@ def test_activations_json(cli: Cli) -> None:
     assert {r["name"]: r["degree"] for r in rows}["reglu"] == 2.0
     text = cli("activations")
     assert text.code == 0 and "swiglu" in text.out and "linearization" in text.out
+    # a table: the free-text verdict column starts at one offset, after at least two spaces
+    lines = text.out.splitlines()[1:]
+    starts = {line.rindex(r["verdict"]) for line, r in zip(lines, rows, strict=True)}
+    assert len(starts) == 1 and all(line[min(starts) - 2:min(starts)] == "  " for line in lines)
 
 
 @pytest.mark.parametrize(

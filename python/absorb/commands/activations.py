@@ -21,10 +21,14 @@ def _fmt(x: object) -> str:
 
 def run(args: argparse.Namespace) -> Result:
     rows = [a.to_json() for a in CATALOG.values()]
-    lines = [f"{'name':<10} {'family':<12} {'degree':<7} {'gate':<8} {'odd':<4} "
-             f"{'lean':<15} verdict"]
-    lines += [f"{r['name']:<10} {r['family']:<12} {_fmt(r['degree'] or '-'):<7} "
-              f"{r['gate'] or '-':<8} {'yes' if r['odd_part_linear'] else 'no':<4} "
-              f"{r['lean_name'] or '-':<15} {r['verdict']}"
-              for r in rows]
+    header = ("name", "family", "degree", "gate", "odd", "lean", "verdict")
+    table = [header] + [
+        (str(r["name"]), str(r["family"]), _fmt(r["degree"] or "-"), str(r["gate"] or "-"),
+         "yes" if r["odd_part_linear"] else "no", str(r["lean_name"] or "-"), str(r["verdict"]))
+        for r in rows]
+    # every column but the last (free text) as wide as its widest cell, two spaces apart
+    widths = [max(len(row[k]) for row in table) for k in range(len(header) - 1)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)),
+                        row[-1]])
+             for row in table]
     return Result({"activations": rows}, lines)
