@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -87,50 +85,27 @@ def torch_gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
     return out
 
 
-#: Side of the matrix on which the Cholesky thread count is chosen (about 4·10⁸ flops).
-CHOLESKY_PROBE = 1024
-
-
-@functools.cache
-def cholesky_threads() -> int | None:
-    """BLAS threads for LAPACK's Cholesky: 1 when one thread factorizes a 1024×1024 matrix
-    faster than the default count (best of 3 each, measured once per process), else None
-    (the default).
-
-    Why: OpenBLAS's threaded ``potrf`` synchronizes its threads at every panel step, and when
-    the machine's cores are busy with other work each step waits for a thread's time slice:
-    at n = 3072 on 2 cores at load 4–5 it took 3.4–4.4 s with 2 threads and 0.26–0.40 s with
-    one, while the GEMM rate barely changed (benchmarks/results.md). On an idle multi-core
-    machine the threaded factorization wins and is kept.
-    """
-    from threadpoolctl import threadpool_limits
-
-    n = CHOLESKY_PROBE
-    X = np.random.default_rng(0).standard_normal((n, n // 2))
-    G0 = X @ X.T + n * np.eye(n)
-
-    def best(limit: int | None) -> float:
-        times = []
-        with threadpool_limits(limits=limit, user_api="blas"):
-            for _ in range(3):
-                G = np.asfortranarray(G0)
-                t0 = time.perf_counter()
-                sla.lapack.dpotrf(G, lower=1, clean=0, overwrite_a=1)
-                times.append(time.perf_counter() - t0)
-        return min(times)
-
-    return 1 if best(1) < best(None) else None
+#: BLAS threads for LAPACK's Cholesky (``potrf``) on ``cpu``: one, always.
+#:
+#: OpenBLAS's threaded ``potrf`` segfaults on large matrices here: at n = 16384 on 2 cores
+#: (OpenBLAS 0.3.30/0.3.31) it killed the process in 6 of 15 runs of a whole ``absorb inspect``
+#: layer and in 3 of 3 runs of the factorization alone after a thread-count switch, whether the
+#: count came from a timing probe or from the load average; no single-threaded run crashed.
+#: One thread also avoids its slowdown on busy cores (its threads synchronize at every panel
+#: step: n = 3072 at load 4–5 took 3.4–4.4 s with 2 threads, 0.26–0.40 s with one). The cost:
+#: on idle cores the factorization takes about 2× as long (n = 16384: 31 s against 16.5 s).
+CHOLESKY_THREADS = 1
 
 
 def cholesky(G: FloatArray) -> tuple[FloatArray, int]:
     """(L, info) as LAPACK ``potrf`` gives them: the lower factor of the symmetric G (info > 0
     when G is not numerically positive definite). On ``cpu`` G is factorized in place (its
-    transpose is the same matrix in Fortran order) with :func:`cholesky_threads`; on a torch
+    transpose is the same matrix in Fortran order) with :data:`CHOLESKY_THREADS`; on a torch
     device in float64 there, G left as it is."""
     if current_device() == "cpu":
         from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(limits=cholesky_threads(), user_api="blas"):
+        with threadpool_limits(limits=CHOLESKY_THREADS, user_api="blas"):
             L, info = sla.lapack.dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
         return L, int(info)
     import torch
