@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,8 +35,6 @@ FIT_RESTARTS, FIT_STEPS, FIT_SAMPLES, FIT_REDRAWS = 8, 40, 128, 6
 #: A fit stops restarting once it is this close at every scale (so only the fits that succeed
 #: finish early; the negative results spend the whole budget).
 FIT_STOP = 1e-9
-#: The input scales at which experiments draw their test points and measure their fits: small
-#: (where the skip term of a degree-2 block dominates), unit and large.
 #: A search "finds" an exact block below this (max over scales of the held-out relative error).
 FOUND_TOL = 1e-8
 
@@ -143,12 +140,6 @@ def _planted(name: str, d: int, n: int, rng: np.random.Generator, *, biases: boo
     first is only the template of its kind and size."""
     return planted_block(random_block(get_activation(name), d, n, rng, biases=biases, skip=skip),
                          rng)
-
-
-def _fractions(M: NDArray[Any]) -> NDArray[Any]:
-    """M as an object array of exact Fractions (float or integer entries)."""
-    out: NDArray[Any] = np.vectorize(Fraction, otypes=[object])(M)
-    return out
 
 
 def _residual_free(name: str, d: int, n: int, rng: np.random.Generator) -> Block:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from absorb import certificates
-from absorb.experiments.base import Experiment, ExperimentResult, _fractions, _planted
+from absorb.exact import as_fractions
+from absorb.experiments.base import Experiment, ExperimentResult, _planted
 
 
 def generic_random_draws(rng: np.random.Generator) -> ExperimentResult:
@@ -64,8 +65,8 @@ def generic_control_discrete(rng: np.random.Generator) -> ExperimentResult:
     d, n, draws = 2, 4, 100
     found = 0
     for _ in range(draws):
-        W_up = _fractions(rng.integers(-1, 2, size=(n, d)))
-        W_down = _fractions(rng.integers(-1, 2, size=(d, n)))
+        W_up = as_fractions(rng.integers(-1, 2, size=(n, d)))
+        W_down = as_fractions(rng.integers(-1, 2, size=(d, n)))
         found += certificates.find_index_set(W_up, W_down).status == "found"
     rows: list[dict[str, object]] = [{"weights": "uniform on {−1, 0, 1}", "d": d, "n": n,
                                       "draws": draws, "fraction with index set": found / draws}]

@@ -11,8 +11,8 @@ from absorb import certificates
 from absorb.activations import get_activation
 from absorb.blocks import planted_block_and_set, random_block
 from absorb.errors import AbsorbError
-from absorb.exact import inverse
-from absorb.experiments.base import Array, Experiment, ExperimentResult, _fractions, _num, _planted
+from absorb.exact import as_fractions, inverse
+from absorb.experiments.base import Array, Experiment, ExperimentResult, _num, _planted
 
 _SIZES = ((2, 4), (2, 5), (2, 6), (2, 7), (3, 9), (3, 10), (3, 11), (3, 12))
 
@@ -71,9 +71,9 @@ def dual_certificate_control_planted(rng: np.random.Generator) -> ExperimentResu
         certified = found = 0
         for _ in range(draws):
             W_up, W_down, _ = _planted_exact(d, n, rng)
-            certified += certificates.dual_certificate(_fractions(W_up),
-                                                       _fractions(W_down)) is not None
-            res = certificates.find_index_set(_fractions(W_up), _fractions(W_down))
+            certified += certificates.dual_certificate(as_fractions(W_up),
+                                                       as_fractions(W_down)) is not None
+            res = certificates.find_index_set(as_fractions(W_up), as_fractions(W_down))
             found += res.status == "found" and res.S is not None and \
                 certificates.check_index_set(W_up, W_down, res.S)
         rows.append({"d": d, "n": n, "draws": draws, "certified (must be 0)": certified,
