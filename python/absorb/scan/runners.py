@@ -49,7 +49,7 @@ def check_scheduler(address: str) -> None:
         return
     m = _ADDRESS.fullmatch(address)
     if m is None or not 0 < int(m["port"]) < 65536:
-        raise AbsorbError(f"--scheduler {address!r}: not a scheduler address (expected "
+        raise AbsorbError(f"--scheduler {address}: not a scheduler address (expected "
                           "[tcp://|tls://]HOST:PORT, e.g. tcp://127.0.0.1:8786)")
     host = m["host"].strip("[]")
     try:
