@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -557,3 +558,48 @@ def test_keep_witness_refused_when_it_would_not_fit(tmp_path: Path, rng: np.rand
                         lambda p: usage._replace(free=100))
     res = cli("inspect", str(path), *RELU, "--out", str(tmp_path / "s"), "--keep-witness")
     assert "--keep-witness" in _one_line_error(res) and not (tmp_path / "s").exists()
+
+
+# ---------------------------------------------------------------- exact checks cost digits
+
+
+def _long_stack(layers: int, digits: int, rng: np.random.Generator) -> dict[str, object]:
+    """A ReLU stack of planted exact layers (d = 2, n = 4): units 0, 1, 2 have b = e_0, e_1,
+    (1, 1) and a_j = −e_j − v, a_2 = v, so Σ a_i b_iᵀ = −I; v and unit 3 are rationals of
+    ``digits`` digits."""
+    def big() -> Fraction:
+        return Fraction(int(rng.integers(1, 10)) * 10 ** (digits - 1) + 7,
+                        int(rng.integers(1, 10)) * 10 ** (digits - 1) + 3)
+
+    out = []
+    for _ in range(layers):
+        v = [big(), big()]
+        W_up = [[1, 0], [0, 1], [1, 1], [big(), big()]]
+        W_down = [[-int(r == j) - v[r] for j in range(2)] + [v[r], big()] for r in range(2)]
+        out.append({k: [[str(Fraction(q)) for q in row] for row in M]
+                    for k, M in (("W_up", W_up), ("W_down", W_down))})
+    return {"layers": out}
+
+
+def test_the_exact_point_check_is_bounded_by_digits_too(
+        tmp_path: Path, rng: np.random.Generator, cli: Cli,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from absorb.stacks import decide
+
+    short, long = _long_stack(4, 3, rng), _long_stack(4, 60, rng)
+    for doc, name in ((short, "short.json"), (long, "long.json")):
+        (tmp_path / name).write_text(json.dumps(doc))
+    cost = {name: decide.exact_check_cost([(2, 4, bits)] * layers, 72)
+            for name, layers, bits in (("short", 4, 20), ("long", 4, 400),
+                                       ("deep", 1024, 400))}
+    assert cost["short"] < cost["long"] and cost["deep"] > decide.MAX_EXACT_CHECK_BITS
+    res = cli("check", "--activation", "relu", "--weights", str(tmp_path / "long.json"),
+              "--json", "--no-search")
+    assert res.code == 0 and res.json()["verdict"] == "absorbed"
+    assert res.json()["exact_check"]["equal"] is True
+    monkeypatch.setattr(decide, "MAX_EXACT_CHECK_BITS", 1.0)
+    capped = cli("check", "--activation", "relu", "--weights", str(tmp_path / "long.json"),
+                 "--json", "--no-search")
+    assert capped.code == 0 and capped.json()["verdict"] == "absorbed"
+    skipped = capped.json()["exact_check"]
+    assert skipped["equal"] is None and "bit operations" in skipped["skipped"]

@@ -21,7 +21,7 @@ from absorb.checkpoints.inspection import matmul_rate, summary_rows
 from absorb.checkpoints.reading import Checkpoint
 from absorb.errors import AbsorbError
 from absorb.scan.driver import scan_layers
-from absorb.scan.runners import check_scheduler
+from absorb.scan.runners import check_runner
 from absorb.verdicts import check_tol
 
 NOTE = ("each verdict concerns the abstract block x + MLP(x) with the stored MLP weights "
@@ -77,8 +77,7 @@ def inspect_checkpoint(
     if up is not None and activation is None:
         raise AbsorbError("--up/--down patterns need --activation")
     check_device(device)
-    if scheduler is not None:
-        check_scheduler(scheduler)  # a bad address or a closed port: one line, in seconds
+    check_runner(workers, scheduler)  # a bad address or a closed port: one line, in seconds
     local = resolve_checkpoint(str(path))
     with Checkpoint(local) as ckpt:
         if up is not None and down is not None and activation is not None:

@@ -28,15 +28,31 @@ _ADDRESS = re.compile(r"(?:(?:tcp|tls)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-
 CONNECT_SECONDS = 5.0
 
 
+def check_runner(workers: int, scheduler: str | None) -> None:
+    """Refuse, before any work, ``--workers``/``--scheduler`` that cannot run: both asking
+    for parallel work, no worker, the scan extra missing (exit 3), or a scheduler that is
+    not an address or where nothing answers (:func:`check_scheduler`)."""
+    if scheduler is None:
+        if workers < 1:
+            raise AbsorbError(f"--workers must be at least 1, got {workers}")
+        return
+    if workers != 1:
+        raise AbsorbError("--workers and --scheduler exclude each other (a Dask cluster "
+                          "has its own workers)")
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ToolMissing(f"--scheduler {SCAN_EXTRA}") from None
+    check_scheduler(scheduler)
+
+
 def check_scheduler(address: str) -> None:
     """Refuse, in one line and within :data:`CONNECT_SECONDS`, a ``--scheduler`` that is not
     an address, or where nothing answers (a TCP connection is tried first: Dask's own client
     retries for its whole timeout and then leaves a background error behind)."""
     if address.startswith("inproc://"):
-        try:
-            from distributed.comm import inproc
-        except ImportError:
-            raise ToolMissing(f"--scheduler {SCAN_EXTRA}") from None
+        from distributed.comm import inproc
+
         manager: Any = inproc.global_manager  # untyped library
         try:
             listener = manager.get_listener_for(address.removeprefix("inproc://"))
@@ -160,13 +176,8 @@ class DaskRunner(Runner):
 
 
 def make_runner(workers: int, scheduler: str | None) -> Runner:
-    """The runner for ``--workers``/``--scheduler`` (``--scheduler`` wins; AbsorbError when
-    both ask for parallel work)."""
+    """The runner for ``--workers``/``--scheduler`` (checked first: :func:`check_runner`)."""
+    check_runner(workers, scheduler)
     if scheduler is not None:
-        if workers != 1:
-            raise AbsorbError("--workers and --scheduler exclude each other (a Dask cluster "
-                              "has its own workers)")
         return DaskRunner(scheduler)
-    if workers < 1:
-        raise AbsorbError(f"--workers must be at least 1, got {workers}")
     return Runner() if workers == 1 else PoolRunner(workers)
