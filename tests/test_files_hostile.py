@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
-from tests.conftest import REPO, CliResult, plant
+from tests.conftest import REPO, CliResult
 from tests.test_checkpoint import BERT_CONFIG, BERT_DOWN, BERT_UP, mlp_tensors, write
 from tests.test_cli_robustness import _one_line_error, _read_only_folder
-from tests.test_scan import DOWN, LAYERS, PATTERNS, PLANTED, UP, results
+from tests.test_scan import DOWN, LAYERS, PATTERNS, UP, results
+from tests.test_scan import model as model  # the scan tests' six layers, two planted
 
 from absorb.errors import AbsorbError
 from absorb.scan import runners
@@ -254,8 +255,8 @@ def test_an_int8_layer_is_refused_before_any_layer_is_decided(
 
 
 @pytest.fixture
-def model(tmp_path: Path, rng: np.random.Generator) -> Path:
-    return write(tmp_path / "model", _layers(rng), dtype=np.float64)
+def small_model(tmp_path: Path, rng: np.random.Generator) -> Path:
+    return write(tmp_path / "small", _layers(rng), dtype=np.float64)
 
 
 def _places(tmp_path: Path) -> dict[str, Path]:
@@ -268,8 +269,8 @@ def _places(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("option", ["--out", "--cache-dir"])
-def test_inspect_outputs_are_probed_before_the_work(option: str, model: Path, tmp_path: Path,
-                                                    cli: Cli,
+def test_inspect_outputs_are_probed_before_the_work(option: str, small_model: Path,
+                                                    tmp_path: Path, cli: Cli,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     def never(task: object) -> None:
         raise AssertionError("a layer was decided")
@@ -277,9 +278,9 @@ def test_inspect_outputs_are_probed_before_the_work(option: str, model: Path, tm
     monkeypatch.setattr(runners, "run_task", never)
     for what, place in _places(tmp_path).items():
         before = sorted(p.name for p in tmp_path.iterdir())
-        _one_line_error(cli("inspect", str(model), *RELU, option, str(place)))
+        _one_line_error(cli("inspect", str(small_model), *RELU, option, str(place)))
         assert sorted(p.name for p in tmp_path.iterdir()) == before, what
-    res = cli("inspect", str(model), *RELU, "--out", str(tmp_path / "s"), "--cache-dir",
+    res = cli("inspect", str(small_model), *RELU, "--out", str(tmp_path / "s"), "--cache-dir",
               str(tmp_path / "s"))
     assert "name the same path" in _one_line_error(res)
 
@@ -399,20 +400,6 @@ def test_sigterm_leaves_no_temporary_file_or_folder(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the cache is data
 
 
-@pytest.fixture
-def planted_model(tmp_path: Path, rng: np.random.Generator) -> Path:
-    """The scan tests' six ReLU layers (two planted, float64)."""
-    tensors = {}
-    for i in range(LAYERS):
-        if i in PLANTED:
-            block, _ = plant("relu", 3, 10, 4, rng)
-            up, down = block.W_up, block.W_down
-        else:
-            up, down = rng.standard_normal((10, 3)), rng.standard_normal((3, 10))
-        tensors[UP.format(i=i)], tensors[DOWN.format(i=i)] = up, down
-    return write(tmp_path / "planted", tensors, dtype=np.float64)
-
-
 def _edit(entry: Path, change: Callable[[Any], Any]) -> None:
     entry.write_text(json.dumps(change(json.loads(entry.read_text()))))
 
@@ -461,24 +448,24 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_a_damaged_cache_entry_is_recomputed_never_trusted(
-        damage: str, planted_model: Path, tmp_path: Path, cli: Cli) -> None:
+        damage: str, model: Path, tmp_path: Path, cli: Cli) -> None:
     cache = tmp_path / "cache"
-    first = inspect_checkpoint(planted_model, cache_dir=cache, **PATTERNS)
+    first = inspect_checkpoint(model, cache_dir=cache, **PATTERNS)
     kinds = {r["verdict"] for r in first["layers"]}  # type: ignore[attr-defined]
     assert {"not_absorbed", "absorbable_up_to_rounding"} <= kinds
-    clean = inspect_checkpoint(planted_model, cache_dir=cache, **PATTERNS)
+    clean = inspect_checkpoint(model, cache_dir=cache, **PATTERNS)
     assert clean["scan"]["cached_layers"] == LAYERS  # type: ignore[index]
     DAMAGE[damage](cache)
-    again = inspect_checkpoint(planted_model, cache_dir=cache, **PATTERNS)
+    again = inspect_checkpoint(model, cache_dir=cache, **PATTERNS)
     assert results(again) == results(first)
     assert again["scan"]["computed_layers"] > 0  # type: ignore[index]
     # the command line too: exit 0, the right verdicts, and the entries mended
     DAMAGE[damage](cache)
-    res = cli("inspect", str(planted_model), *RELU, "--cache-dir", str(cache), "--json")
+    res = cli("inspect", str(model), *RELU, "--cache-dir", str(cache), "--json")
     assert res.code == 0, res.err
     assert [r["verdict"] for r in res.json()["layers"]] == [  # type: ignore[attr-defined]
         r["verdict"] for r in first["layers"]]  # type: ignore[attr-defined]
-    assert inspect_checkpoint(planted_model, cache_dir=cache,
+    assert inspect_checkpoint(model, cache_dir=cache,
                               **PATTERNS)["scan"]["cached_layers"] == LAYERS  # type: ignore[index]
 
 
@@ -494,12 +481,12 @@ def _closed_port() -> int:
 @pytest.mark.parametrize("address", ["notaurl", "notanaddress", "inproc://x",
                                      "tcp://127.0.0.1:99999", "http://127.0.0.1:8786",
                                      "CLOSED"])
-def test_a_bad_scheduler_is_one_line_without_waiting(address: str, model: Path,
+def test_a_bad_scheduler_is_one_line_without_waiting(address: str, small_model: Path,
                                                      tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     if address == "CLOSED":
         address = f"tcp://127.0.0.1:{_closed_port()}"
-    res = _subprocess(["inspect", str(model), *RELU, "--scheduler", address], tmp_path,
+    res = _subprocess(["inspect", str(small_model), *RELU, "--scheduler", address], tmp_path,
                       timeout=60)
     assert res.code == 2 and res.err.count("\n") == 1, res.err
     assert res.err.startswith(f"error: --scheduler {address}: ") and "Traceback" not in res.err

@@ -41,6 +41,7 @@ from absorb.errors import AbsorbError
 from absorb.rationals import RationalMatrix
 from absorb.scan.tasks import LayerTask, Outcome
 from absorb.serialize import plain
+from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed
 
 MATRIX = "__rational_matrix__"
 # What reading an edited or damaged entry can raise; each means "recompute the layer".
@@ -184,15 +185,15 @@ def confirmed(verdict: Mapping[str, Any], block: Block, tol: float | None) -> bo
     W_up, W_down, A = stored_weights(block)
     try:
         kind = verdict.get("verdict")
-        if kind in ("absorbed", "absorbable_up_to_rounding"):
+        if kind in (Absorbed.kind, AbsorbableUpToRounding.kind):
             S = _index_set(verdict, block.n)
             if S is None or verdict.get("theorem") != "index_set_sufficient":
                 return False
             holds = check_index_set(W_up, W_down, S, A)
-            if kind == "absorbed":
+            if kind == Absorbed.kind:
                 return isinstance(verdict.get("proof"), dict) and holds
             return not holds and _rounding_confirmed(verdict, block, S, tol)
-        if verdict.get("verdict") == "not_absorbed":
+        if kind == NotAbsorbed.kind:
             chain = [*necessary_chain(block), "relaxation_certificate"]
             return (verdict.get("chain") == chain and verdict.get("theorem") == chain[0]
                     and not necessary_hypotheses(block)
