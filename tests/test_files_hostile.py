@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from safetensors.numpy import save_file
 from tests.conftest import REPO, CliResult
 from tests.test_checkpoint import BERT_CONFIG, BERT_DOWN, BERT_UP, mlp_tensors, write
@@ -590,3 +592,41 @@ def test_the_exact_point_check_is_bounded_by_digits_too(
     assert capped.code == 0 and capped.json()["verdict"] == "absorbed"
     skipped = capped.json()["exact_check"]
     assert skipped["equal"] is None and "bit operations" in skipped["skipped"]
+
+
+# ---------------------------------------------------------------- the depth scan
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+_TRICKY = st.text(alphabet='[]{}"\\aé\u2028', max_size=6)
+_JSON = st.recursive(st.none() | st.integers() | _TRICKY,
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_TRICKY, inner, max_size=3), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON, ascii_only=st.booleans())
+def test_the_depth_scan_counts_exactly_the_nesting(value: object, ascii_only: bool) -> None:
+    """check_depth refuses a document iff it nests deeper than MAX_DEPTH: brackets and escaped
+    quotes inside strings do not count (compared with the depth of the decoded value)."""
+    from absorb import numbers
+
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    depth = _depth(value)
+    saved = numbers.MAX_DEPTH
+    try:
+        numbers.MAX_DEPTH = depth
+        numbers.check_depth(text)
+        if depth > 0:
+            numbers.MAX_DEPTH = depth - 1
+            with pytest.raises(AbsorbError, match="nested too deeply"):
+                numbers.check_depth(text)
+    finally:
+        numbers.MAX_DEPTH = saved

@@ -37,7 +37,6 @@ MAX_DIGITS = 4096
 #: needs 4, a config.json a handful): checked by a linear scan before the recursive parser runs.
 MAX_DEPTH = 512
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _LITERAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?)([0-9]+))?", re.ASCII)
 _RATIONAL = re.compile(r"(-?[0-9]+)(?:/([0-9]+))?", re.ASCII)
 
@@ -136,17 +135,24 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 
 def check_depth(text: str) -> None:
-    """Refuse a document nested deeper than :data:`MAX_DEPTH` (strings skipped, so a bracket
-    inside one does not count): one vectorized pass, no recursion."""
-    bare = np.frombuffer(_STRING.sub("", text).encode("utf-8", "replace"), dtype=np.uint8)
-    steps = (np.isin(bare, _OPEN).astype(np.int64) - np.isin(bare, _CLOSE).astype(np.int64))
+    """Refuse a document nested deeper than :data:`MAX_DEPTH`, in a few vectorized passes and
+    no recursion. Brackets inside strings do not count: escape pairs are dropped first
+    (``\\\\`` then ``\\"``, left to right as JSON reads them), so every quote left delimits a
+    string, and a byte is inside one when an odd number of quotes precede it (UTF-8 never
+    puts an ASCII byte inside a multi-byte character)."""
+    raw = text.encode("utf-8", "surrogatepass").replace(b"\\\\", b"").replace(b'\\"', b"")
+    data = np.frombuffer(raw, dtype=np.uint8)
+    opens = np.flatnonzero((data == ord("[")) | (data == ord("{")))
+    closes = np.flatnonzero((data == ord("]")) | (data == ord("}")))
+    at = np.concatenate([opens, closes])
+    steps = np.concatenate([np.ones(len(opens), np.int64), -np.ones(len(closes), np.int64)])
+    order = np.argsort(at, kind="stable")
+    at, steps = at[order], steps[order]
+    quotes_before = np.searchsorted(np.flatnonzero(data == ord('"')), at)
+    steps = steps[quotes_before % 2 == 0]  # brackets outside strings
     depth = int(np.cumsum(steps).max(initial=0))
     if depth > MAX_DEPTH:
         raise AbsorbError(f"JSON nested too deeply ({depth} levels; the limit is {MAX_DEPTH})")
-
-
-_OPEN = np.frombuffer(b"[{", dtype=np.uint8)
-_CLOSE = np.frombuffer(b"]}", dtype=np.uint8)
 
 
 def _bounded_int(token: str) -> int:
