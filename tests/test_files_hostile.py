@@ -307,6 +307,12 @@ def test_two_outputs_on_one_path_are_refused(tmp_path: Path, cli: Cli) -> None:
                   "--certificate-out", str(target), "--export-lean", str(second))
         assert "name the same path" in _one_line_error(res)
     assert not target.exists()
+    weights = tmp_path / "w.json"
+    weights.write_text(json.dumps({"W_up": [[1], [2]], "W_down": [[1, 1]]}))
+    res = cli("check", "--activation", "relu", "--weights", str(weights), "--force",
+              "--certificate-out", str(weights))
+    assert "--weights and --certificate-out name the same path" in _one_line_error(res)
+    assert json.loads(weights.read_text()) == {"W_up": [[1], [2]], "W_down": [[1, 1]]}
 
 
 def test_report_out_through_a_dangling_link_is_refused(tmp_path: Path, cli: Cli,

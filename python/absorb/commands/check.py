@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> Outcome:
     from absorb.theory import decide, given_certificate
 
     outputs = {"--certificate-out": args.certificate_out, "--export-lean": args.export_lean}
-    distinct_outputs(outputs)
+    distinct_outputs({"--weights": args.weights, **outputs})  # --force never writes the input
     targets = {key: ensure_writable_file(path, force=args.force, what=option)
                for (key, path), option in zip((("certificate", args.certificate_out),
                                                ("lean", args.export_lean)), outputs, strict=True)
