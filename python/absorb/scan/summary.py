@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from absorb.atomic_files import interrupts_deferred, write_atomic
+from absorb.atomic_files import ensure_writable_folder, interrupts_deferred, write_atomic
 from absorb.errors import AbsorbError
 from absorb.verdicts import (
     AbsorbableUpToRounding,
@@ -37,11 +37,13 @@ COLOURS = {Absorbed.kind: "#1b9e77", AbsorbableUpToRounding.kind: "#66a61e",
 
 
 def check_out(folder: str | Path) -> Path:
-    """``folder`` when a scan may write there (AbsorbError when it holds something else);
-    nothing is written yet."""
-    out = Path(folder)
-    if out.exists() and not out.is_dir():
-        raise AbsorbError(f"--out {out}: not a folder")
+    """``folder`` when a scan may write there (AbsorbError when it cannot be written or holds
+    something else: :func:`~absorb.atomic_files.ensure_writable_folder`); nothing is written
+    yet."""
+    try:
+        out = ensure_writable_folder(folder)
+    except AbsorbError as exc:
+        raise AbsorbError(f"--out {exc}") from None
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
         raise AbsorbError(f"--out {out}: the folder holds other files and no earlier scan "
                           f"({MARKER}); choose a new or empty folder (nothing was written)")
