@@ -116,20 +116,27 @@ def resolve(root: Path, sources: Path) -> dict[str, object]:
         closures[module] = graph.closure(module)
     problems += _checker_problems(root, graph, modules)
     everything = frozenset().union(*closures.values())
-    indexed = {m: index_module(graph.code(m)) for m in everything
+    indexed = {m: index_of(graph, m) for m in everything
                if graph.kind(m) in ("tree", "project")}
     index = _Index.build(indexed)
     core = core_names()
     keywords = core.keywords.union(*(graph.keywords(m) for m in everything))
+    missing: list[tuple[Problem, list[str]]] = []
     rows: list[dict[str, object]] = []
     unverified: list[Unverified] = []
     for module, path in sorted(modules.items()):
         rel = path.relative_to(root).as_posix()
         refs = references(graph.code(module), keywords | graph.keywords(module, own=True))
-        found = _check_file(rel, refs, closures[module], index, core, problems, unverified)
+        found = _check_file(rel, refs, closures[module], index, core, missing, unverified)
         rows.append({"file": rel, "imports": len(graph.imports(module)),
                      "closure": len(closures[module]), "names": len(refs),
                      "not_found": found["not_found"], "unverified": found["unverified"]})
+    where = _declared_elsewhere(graph, {n for p, tried in missing if "(" not in p.message
+                                        for n in tried})
+    for p, tried in missing:
+        found_in = sorted({m for n in tried for m in where.get(n, ())})
+        problems.append(Problem(p.file, p.line, p.message + (
+            f" (declared in {', '.join(found_in[:3])}, not imported)" if found_in else "")))
     problems.sort(key=lambda p: (p.file, p.line, p.message))
     return {
         "sources": str(sources),
@@ -140,6 +147,35 @@ def resolve(root: Path, sources: Path) -> dict[str, object]:
         "seconds": round(time.perf_counter() - t0, 2),
         "ok": not problems,
     }
+
+
+def _declared_elsewhere(graph: ModuleGraph, names: set[str]) -> dict[str, list[str]]:
+    """For names missing from a closure: the tree modules that do declare them.  Only files
+    whose text holds a name's last component are indexed (a clean run never asks)."""
+    lasts = {n.rpartition(".")[2] for n in names}
+    out: dict[str, set[str]] = defaultdict(set)
+    for module in graph.tree_modules() if names else ():
+        path = graph.path(module)
+        assert path is not None
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if any(last in text for last in lasts):
+            for name in names & index_of(graph, module).declared:
+                out[name].add(module)
+    return {name: sorted(mods) for name, mods in out.items()}
+
+
+#: Indexes of source-tree modules, by :meth:`ModuleGraph.stamp` (kept per process).
+_INDEX_CACHE: dict[tuple[Path, int, int], ModuleIndex] = {}
+
+
+def index_of(graph: ModuleGraph, module: str) -> ModuleIndex:
+    """The declarations of ``module`` (kept per process for source-tree modules)."""
+    stamp = graph.stamp(module)
+    if stamp is None:
+        return index_module(graph.code(module))
+    if stamp not in _INDEX_CACHE:
+        _INDEX_CACHE[stamp] = index_module(graph.code(module))
+    return _INDEX_CACHE[stamp]
 
 
 def _checker_problems(root: Path, graph: ModuleGraph, modules: Mapping[str, Path]
@@ -183,8 +219,8 @@ def _path_to(graph: ModuleGraph, start: str, goal: object) -> list[str]:
 
 
 def _check_file(rel: str, refs: Iterable[Reference], closure: frozenset[str], index: _Index,
-                core: CoreNames, problems: list[Problem], unverified: list[Unverified]
-                ) -> dict[str, int]:
+                core: CoreNames, missing: list[tuple[Problem, list[str]]],
+                unverified: list[Unverified]) -> dict[str, int]:
     counts = {"not_found": 0, "unverified": 0}
     for ref in refs:
         status, detail = _resolve(ref, closure, index, core)
@@ -193,8 +229,8 @@ def _check_file(rel: str, refs: Iterable[Reference], closure: frozenset[str], in
             unverified.append(Unverified(rel, ref.line, ref.name, detail))
         elif status == "missing":
             counts["not_found"] += 1
-            problems.append(Problem(rel, ref.line, f"name '{ref.name}' not declared in the "
-                                                   f"import closure{detail}"))
+            missing.append((Problem(rel, ref.line, f"name '{ref.name}' not declared in the "
+                                                   f"import closure{detail}"), _tried(ref)))
     return counts
 
 
@@ -223,9 +259,7 @@ def _resolve(ref: Reference, closure: frozenset[str], index: _Index, core: CoreN
             if status != "missing":
                 fields = _fields(parts[k:], closure, index, core, f"'{head.name}'")
                 return fields if fields[0] == "missing" else (status, detail)
-    elsewhere = sorted({m for name in tried for m in index.declared.get(name, ())})
-    where = f" (declared in {', '.join(elsewhere[:3])}, not imported)" if elsewhere else ""
-    return "missing", where
+    return "missing", ""
 
 
 def _fields(fields: list[str], closure: frozenset[str], index: _Index, core: CoreNames,

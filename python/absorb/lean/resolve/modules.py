@@ -32,6 +32,10 @@ EXTERNAL_ROOTS = frozenset({"Aesop", "Qq", "ProofWidgets", "Plausible", "ImportG
 _HEADER_LINE_RE = re.compile(r"^[ \t]*(?:(import)\s+(.*)|(prelude)\b.*|(module)\b.*)$")
 
 
+#: Blanked code and syntax keywords of source-tree modules, by :meth:`ModuleGraph.stamp`.
+_TREE_CACHE: dict[tuple[Path, int, int], tuple[str, tuple[frozenset[str], frozenset[str]]]] = {}
+
+
 @dataclass(frozen=True)
 class Import:
     """One ``import`` of a file: the module and the 1-based line it is on."""
@@ -104,18 +108,34 @@ class ModuleGraph:
             return self.sources / TREE_ROOTS[head] / rel
         return None
 
+    def stamp(self, module: str) -> tuple[Path, int, int] | None:
+        """For a module of the source tree, a key that changes with its file (path, mtime,
+        size): the tree is reference data, so what is read from it is kept per process."""
+        path = self.path(module)
+        if path is None or self.kind(module) != "tree":
+            return None
+        st = path.stat()
+        return path, st.st_mtime_ns, st.st_size
+
     def code(self, module: str) -> str:
         """The module's source with comments and strings blanked (read once)."""
         if module not in self._code:
-            path = self.path(module)
-            assert path is not None
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise AbsorbError(f"{path}: cannot read ({exc})") from None
-            code = strip_comments_and_strings(text)
+            stamp = self.stamp(module)
+            if stamp is not None and stamp in _TREE_CACHE:
+                code, atoms = _TREE_CACHE[stamp]
+            else:
+                path = self.path(module)
+                assert path is not None
+                try:
+                    text = path.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise AbsorbError(f"{path}: cannot read ({exc})") from None
+                code = strip_comments_and_strings(text)
+                atoms = syntax_keywords(code, text)
+                if stamp is not None:
+                    _TREE_CACHE[stamp] = code, atoms
             self._code[module] = code
-            self._atoms[module] = syntax_keywords(code, text)
+            self._atoms[module] = atoms
         return self._code[module]
 
     def keywords(self, module: str, own: bool = False) -> frozenset[str]:
@@ -127,6 +147,16 @@ class ModuleGraph:
         self.code(module)
         exported, local = self._atoms[module]
         return exported | local if own else exported
+
+    def tree_modules(self) -> list[str]:
+        """Every module of the source tree (for saying where a name missing from a closure is
+        declared instead)."""
+        out = []
+        for head, folder in TREE_ROOTS.items():
+            base = self.sources / folder
+            out += [".".join(p.relative_to(base).with_suffix("").parts)
+                    for p in sorted((base / head).rglob("*.lean"))]
+        return out
 
     def imports(self, module: str) -> tuple[Import, ...]:
         """The header imports of a project or tree module (none for core and external)."""

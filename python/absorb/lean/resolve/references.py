@@ -42,9 +42,12 @@ _SKIPPED = frozenset({"set_option", "notation", "notation3", "infix", "infixl", 
                       "initialize", "compile_inductive", "library_note", "add_decl_doc"})
 _CONTINUATION = ("|", ")", "]", "}", "⟩", ",", "where", "termination_by", "decreasing_by",
                  "deriving")
+_IN_END_RE = re.compile(r"\bin\s*\Z")
 _COMMAND_RE = re.compile(rf"{_MODS}(#?[\w_]+)")
 _ATTR_RE = re.compile(r"\s*@\[")
 _OPEN_IN_RE = re.compile(rf"\s*open\s+((?:{IDENT}\s+)+)in\b")
+_OPTION_IN_RE = re.compile(r"\s*(?:set_option\s+[\w.]+\s+\S+|omit\b[^\n]*?|include\b[^\n]*?)"
+                           r"\s+in\b")
 _NAME_RE = re.compile(rf"\s*(?:\(priority\s*:=[^)]*\)\s*)?({IDENT})")
 _BINDER_GROUP_RE = re.compile(rf"[(\{{⦃\[]\s*((?:{IDENT}\s+)*{IDENT})\s*:(?!=)")
 
@@ -66,6 +69,17 @@ _STOP_WORDS = frozenset({"using", "from", "then", "do", "in", "by", "with", "at"
 _STOP_TOKENS = frozenset({":=", "=>", "↦", "←", ";", "<;>"})
 _PREDICATES = frozenset({":", "∈", "∉", "<", "≤", ">", "≥", "≠", "⊆", "⊂", "⊇", "⊃", "in"})
 _OPENERS, _CLOSERS = "([{⟨⦃", ")]}⟩⦄"
+#: Tactics that begin an alternative of ``first | tac | tac``, which is no pattern.
+_TACTICS = frozenset({
+    "exact", "apply", "refine", "refine'", "simp", "simpa", "rw", "rwa", "intro", "rintro",
+    "obtain", "rcases", "cases", "induction", "have", "show", "calc", "linarith", "nlinarith",
+    "norm_num", "omega", "positivity", "ring", "ring_nf", "field_simp", "constructor", "use",
+    "exists", "tauto", "aesop", "gcongr", "decide", "assumption", "contradiction",
+    "exfalso", "by_contra", "push_neg", "split_ifs", "unfold", "dsimp", "congr", "ext",
+    "funext", "filter_upwards", "specialize", "subst", "convert", "exact_mod_cast",
+    "norm_cast", "push_cast", "first", "try", "linear_combination", "abel", "fun_prop",
+    "continuity", "measurability", "simp_all", "nth_rewrite", "erw", "change", "trans",
+})
 _ARM_RE = re.compile(r"\|([^|\n]*?)(?:=>|↦)")
 _SETBUILDER_RE = re.compile(rf"\{{\s*((?:{IDENT}\s*)+)(?::(?!=)|∈|\||//)")
 _IF_RE = re.compile(rf"\b(?:if|match|cases|induction|rcases|obtain)\s+({IDENT})\s*:(?!=)")
@@ -105,8 +119,8 @@ def references(code: str, keywords: frozenset[str]) -> list[Reference]:
         pos, temp_opens = a, list[str]()
         while (m := _ATTR_RE.match(code, pos)) is not None:
             pos = _skip_bracket(code, m.end() - 1)
-        while (m := _OPEN_IN_RE.match(code, pos)) is not None:
-            temp_opens += m.group(1).split()
+        while (m := _OPEN_IN_RE.match(code, pos) or _OPTION_IN_RE.match(code, pos)) is not None:
+            temp_opens += m.group(1).split() if m.re is _OPEN_IN_RE else []
             pos = m.end()
         m = _COMMAND_RE.match(code, _skip_space(code, pos))
         if m is None:
@@ -131,6 +145,9 @@ def references(code: str, keywords: frozenset[str]) -> list[Reference]:
                 scopes.append(_Scope("file", (), names))
         elif word == "variable":
             bound |= _binder_names(code, rest, b, signature=True)
+            ctx = _context(scopes, temp_opens, "")
+            out += [Reference(name, _line(starts, at), *ctx, on_local=on_local)
+                    for name, at, on_local in _candidates(code, rest, b, bound, keywords)]
         elif word == "universe":
             bound |= set(code[rest:b].split())
         elif word == "attribute":
@@ -157,8 +174,9 @@ def _commands(code: str) -> Iterator[tuple[int, int]]:
     continues the previous (``| pat => …``, a closing bracket, ``where``, …)."""
     starts: list[int] = []
     for m in re.finditer(r"^\S.*$", code, re.MULTILINE):
-        if m.group().startswith(_CONTINUATION) and starts:
-            continue
+        if starts and (m.group().startswith(_CONTINUATION)
+                       or _IN_END_RE.search(code, starts[-1], m.start())):
+            continue  # `open X in` (and `set_option … in`) prefix the next command
         starts.append(m.start())
     for k, s in enumerate(starts):
         yield s, starts[k + 1] if k + 1 < len(starts) else len(code)
@@ -240,7 +258,10 @@ def _locals(code: str, start: int, stop: int, kind: str) -> set[str]:
                            stop_at_colon=word not in ("fun", "λ", "generalize"))
     for regex in (_ARM_RE, _SETBUILDER_RE, _IF_RE, _BIND_ARROW_RE, _TERMINATION_RE):
         for m in regex.finditer(text):
-            out |= {i.name for i in identifiers(m.group(1) or "")}
+            names = [i.name for i in identifiers(m.group(1) or "")]
+            if regex is _ARM_RE and names and names[0] in _TACTICS:
+                continue  # `first | exact f fun x => …`: an alternative, not a pattern
+            out.update(names)
     for m in _WHERE_RE.finditer(text):
         out |= _where_names(text, m.end())
     return {n for n in out if "." not in n}
@@ -325,6 +346,10 @@ def _where_names(text: str, pos: int) -> set[str]:
 # Candidates.
 
 
+def _starts_line(code: str, at: int) -> bool:
+    return not code[code.rfind("\n", 0, at) + 1:at].strip()
+
+
 def _candidates(code: str, start: int, stop: int, local: set[str], keywords: frozenset[str]
                 ) -> Iterator[tuple[str, int, bool]]:
     """``(name, offset, on_local)`` of every identifier of ``code[start:stop]`` that is a
@@ -334,8 +359,9 @@ def _candidates(code: str, start: int, stop: int, local: set[str], keywords: fro
         head = name.split(".", 1)[0]
         if name in keywords or (head.startswith("_") and head != "_root_"):
             continue
-        if i.before == "." or re.match(r"\s*:=", code[i.end:i.end + 8]):
-            continue
+        if i.before == "." or (re.match(r"\s*:=", code[i.end:i.end + 8])
+                               and (i.before in "({,⟨" or _starts_line(code, i.start))):
+            continue  # a field or named argument being given, not a constant
         if head in local:
             if "." in name:
                 yield name, i.start, True
