@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from absorb.lean.resolve.lexer import IDENT
+from absorb.lean.resolve.lexer import DECL_NAME_RE, IDENT, MODIFIERS, closing_bracket
 from absorb.lean.source import close_scope, qualify
 
-_MODS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|scoped|local)\s+)*"
+_MODS = MODIFIERS
 _KINDS = (r"theorem|lemma|def|abbrev|instance|structure|class\s+inductive|class\s+abbrev|class"
           r"|inductive|axiom|opaque|irreducible_def|alias|export|attribute")
 _HEAD_RE = re.compile(
@@ -31,7 +31,6 @@ _HEAD_RE = re.compile(
     re.MULTILINE,
 )
 _AFTER_ATTR_RE = re.compile(rf"\s*(@\[)|\s*{_MODS}({_KINDS})(?![\w'!?.])")
-_NAME_RE = re.compile(rf"\s*(?:\(priority\s*:=[^)]*\)\s*)?({IDENT})")
 _SCOPE_NAME_RE = re.compile(rf"[ \t]*({IDENT})?")
 _ALIAS_RE = re.compile(rf"\s*(?:⟨([^⟩]*)⟩|({IDENT}))\s*:=")
 _EXPORT_RE = re.compile(rf"\s*({IDENT})\s*\(([^)]*)\)")
@@ -119,9 +118,9 @@ def index_module(code: str) -> ModuleIndex:
         attrs, kind, pos = "", m.group(2), m.end()
         if m.group(1):  # attributes, then the declaration they belong to
             while True:
-                close = _matching_bracket(code, pos - 1)
-                attrs += code[pos:close] + " "
-                after = _AFTER_ATTR_RE.match(code, close + 1)
+                close = closing_bracket(code, pos - 1)
+                attrs += code[pos:close - 1] + " "
+                after = _AFTER_ATTR_RE.match(code, close)
                 if after is None:
                     break
                 pos = after.end()
@@ -148,18 +147,6 @@ def _scope(scopes: list[tuple[str, tuple[str, ...]]], kind: str, name: str) -> N
         scopes.append((kind, tuple(name.split(".")) if name else ()))
 
 
-def _matching_bracket(code: str, open_at: int) -> int:
-    depth = 0
-    for j in range(open_at, len(code)):
-        if code[j] == "[":
-            depth += 1
-        elif code[j] == "]":
-            depth -= 1
-            if not depth:
-                return j
-    return len(code) - 1
-
-
 def _declaration(kind: str, code: str, pos: int, stop: int, attrs: str,
                  scopes: list[tuple[str, tuple[str, ...]]], declared: set[str],
                  generated: set[str], simps: set[str]) -> None:
@@ -178,7 +165,7 @@ def _declaration(kind: str, code: str, pos: int, stop: int, attrs: str,
             for n in a.group(2).split():
                 _attributes(a.group(1), qualify(scopes, n), generated, simps)
         return
-    n = _NAME_RE.match(code, pos)
+    n = DECL_NAME_RE.match(code, pos)
     if n is None:
         return  # an anonymous instance
     full = qualify(scopes, n.group(1))

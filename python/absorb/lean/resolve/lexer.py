@@ -30,6 +30,27 @@ IDENT_RE = re.compile(f"(?<![{_REST}.«»]){IDENT}")
 WHOLE_IDENT_RE = re.compile(f"{IDENT}")
 
 
+#: Declaration modifiers, as a regular expression prefix.
+MODIFIERS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|scoped|local)\s+)*"
+#: A declaration's name after its keyword (an instance's ``(priority := n)`` skipped).
+DECL_NAME_RE = re.compile(rf"\s*(?:\(priority\s*:=[^)]*\)\s*)?({IDENT})")
+OPENERS, CLOSERS = "([{⟨⦃", ")]}⟩⦄"
+
+
+def closing_bracket(code: str, open_at: int) -> int:
+    """The offset just past the bracket closing the one at ``open_at`` (brackets of every
+    kind counted together; the end of ``code`` when it never closes)."""
+    depth = 0
+    for j in range(open_at, len(code)):
+        if code[j] in OPENERS:
+            depth += 1
+        elif code[j] in CLOSERS:
+            depth -= 1
+            if not depth:
+                return j + 1
+    return len(code)
+
+
 @dataclass(frozen=True)
 class Ident:
     """An identifier occurrence: its text, offset in the code, and what is right before it."""

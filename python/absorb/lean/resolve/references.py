@@ -27,10 +27,19 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from absorb.lean.resolve.lexer import IDENT, identifiers, line_starts
+from absorb.lean.resolve.lexer import (
+    CLOSERS,
+    DECL_NAME_RE,
+    IDENT,
+    MODIFIERS,
+    OPENERS,
+    closing_bracket,
+    identifiers,
+    line_starts,
+)
 from absorb.lean.source import close_scope, qualify
 
-_MODS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|scoped|local)\s+)*"
+_MODS = MODIFIERS
 _DECL_KINDS = frozenset({"theorem", "lemma", "def", "abbrev", "instance", "structure",
                          "class", "inductive", "opaque", "axiom", "example", "irreducible_def",
                          "alias"})
@@ -48,7 +57,7 @@ _ATTR_RE = re.compile(r"\s*@\[")
 _OPEN_IN_RE = re.compile(rf"\s*open\s+((?:{IDENT}\s+)+)in\b")
 _OPTION_IN_RE = re.compile(r"\s*(?:set_option\s+[\w.]+\s+\S+|omit\b[^\n]*?|include\b[^\n]*?)"
                            r"\s+in\b")
-_NAME_RE = re.compile(rf"\s*(?:\(priority\s*:=[^)]*\)\s*)?({IDENT})")
+_NAME_RE = DECL_NAME_RE
 _BINDER_GROUP_RE = re.compile(rf"[(\{{⦃\[]\s*((?:{IDENT}\s+)*{IDENT})\s*:(?!=)")
 
 #: Tokens after which the names up to a stopper are bound (see :func:`_region`).
@@ -68,7 +77,6 @@ _TOKEN_RE = re.compile(
 _STOP_WORDS = frozenset({"using", "from", "then", "do", "in", "by", "with", "at", "only"})
 _STOP_TOKENS = frozenset({":=", "=>", "↦", "←", ";", "<;>"})
 _PREDICATES = frozenset({":", "∈", "∉", "<", "≤", ">", "≥", "≠", "⊆", "⊂", "⊇", "⊃", "in"})
-_OPENERS, _CLOSERS = "([{⟨⦃", ")]}⟩⦄"
 #: Tactics that begin an alternative of ``first | tac | tac``, which is no pattern.
 _TACTICS = frozenset({
     "exact", "apply", "refine", "refine'", "simp", "simpa", "rw", "rwa", "intro", "rintro",
@@ -118,7 +126,7 @@ def references(code: str, keywords: frozenset[str]) -> list[Reference]:
     for a, b in _commands(code):
         pos, temp_opens = a, list[str]()
         while (m := _ATTR_RE.match(code, pos)) is not None:
-            pos = _skip_bracket(code, m.end() - 1)
+            pos = closing_bracket(code, m.end() - 1)
         while (m := _OPEN_IN_RE.match(code, pos) or _OPTION_IN_RE.match(code, pos)) is not None:
             temp_opens += m.group(1).split() if m.re is _OPEN_IN_RE else []
             pos = m.end()
@@ -151,7 +159,7 @@ def references(code: str, keywords: frozenset[str]) -> list[Reference]:
         elif word == "universe":
             bound |= set(code[rest:b].split())
         elif word == "attribute":
-            targets = code[_skip_bracket(code, code.find("[", rest)) if "[" in code[rest:b]
+            targets = code[closing_bracket(code, code.find("[", rest)) if "[" in code[rest:b]
                            else rest:b]
             ctx = _context(scopes, temp_opens, "")
             out += [Reference(i.name.lstrip("@"), _line(starts, a + i.start), *ctx)
@@ -186,18 +194,6 @@ def _skip_space(code: str, pos: int) -> int:
     while pos < len(code) and code[pos].isspace():
         pos += 1
     return pos
-
-
-def _skip_bracket(code: str, open_at: int) -> int:
-    depth = 0
-    for j in range(open_at, len(code)):
-        if code[j] in _OPENERS:
-            depth += 1
-        elif code[j] in _CLOSERS:
-            depth -= 1
-            if not depth:
-                return j + 1
-    return len(code)
 
 
 def _line(starts: Sequence[int], offset: int) -> int:
@@ -275,9 +271,9 @@ def _binder_names(code: str, start: int, stop: int, signature: bool) -> set[str]
         depth = 0
         for t in _TOKEN_RE.finditer(code, start, stop):
             tok = t.group("tok")
-            if tok and tok in _OPENERS:
+            if tok and tok in OPENERS:
                 depth += 1
-            elif tok and tok in _CLOSERS:
+            elif tok and tok in CLOSERS:
                 depth -= 1
             elif depth == 0 and tok in (":=", "|"):
                 end = t.start()
@@ -307,10 +303,10 @@ def _region(text: str, pos: int, quantifier: bool, stop_at_colon: bool) -> set[s
             elif not typed[-1]:
                 out.add(name)
             continue
-        if tok in _OPENERS:
+        if tok in OPENERS:
             depth += 1
             typed.append(False)
-        elif tok in _CLOSERS:
+        elif tok in CLOSERS:
             depth -= 1
             typed.pop()
             if depth < 0:
