@@ -149,16 +149,24 @@ def resolve(root: Path, sources: Path) -> dict[str, object]:
     }
 
 
+_DECLARING = ("theorem|lemma|def|abbrev|instance|structure|class|inductive|alias|opaque|axiom"
+              "|irreducible_def|export")
+
+
 def _declared_elsewhere(graph: ModuleGraph, names: set[str]) -> dict[str, list[str]]:
     """For names missing from a closure: the tree modules that do declare them.  Only files
-    whose text holds a name's last component are indexed (a clean run never asks)."""
-    lasts = {n.rpartition(".")[2] for n in names}
+    with a declaration line holding a name's last component are indexed (a clean run never
+    asks)."""
+    lasts = sorted({n.rpartition(".")[2] for n in names})
+    # A file is indexed only if some declaration line could name one of them.
+    declares = re.compile(rf"\b(?:{_DECLARING})\b[^\n]*?(?<![\w'!?])"
+                          rf"(?:{'|'.join(map(re.escape, lasts))})(?![\w'!?])")
     out: dict[str, set[str]] = defaultdict(set)
     for module in graph.tree_modules() if names else ():
         path = graph.path(module)
         assert path is not None
         text = path.read_text(encoding="utf-8", errors="replace")
-        if any(last in text for last in lasts):
+        if any(last in text for last in lasts) and declares.search(text):
             for name in names & index_of(graph, module).declared:
                 out[name].add(module)
     return {name: sorted(mods) for name, mods in out.items()}
