@@ -81,6 +81,7 @@ variable (n : Nat)
 inductive Color | red | green
   | blue : Color
 @[deprecated (since := "2025-01-01")] alias bar' := bar
+protected alias bar'' := bar
 alias ⟨mp_of, _⟩ := Iff.rfl
 instance (priority := 100) instFoo : Inhabited Nat := ⟨0⟩
 instance : Inhabited Bool := ⟨true⟩
@@ -93,7 +94,8 @@ irreducible_def secret : Nat := 1
         "Foo.bar", "Foo.Baz.qux", "Foo.prot", "Foo.Pt", "Foo.Pt.mk", "Foo.Pt.toBase",
         "Foo.Pt.x", "Foo.Pt.y", "Foo.Pt.z", "Foo.Pt.norm", "Foo.Named", "Foo.Named.mk",
         "Foo.Named.make", "Foo.Named.val", "Foo.Named.ext", "Foo.Named.ext_iff", "Foo.Color",
-        "Foo.Color.red", "Foo.Color.green", "Foo.Color.blue", "Foo.bar'", "Foo.mp_of",
+        "Foo.Color.red", "Foo.Color.green", "Foo.Color.blue", "Foo.bar'", "Foo.bar''",
+        "Foo.mp_of",
         "Foo.instFoo", "bar", "top", "secret", "secret_def"}
 
 
@@ -267,6 +269,14 @@ def test_synthetic_name_outside_the_closure_and_typo(
         "Absorb/Basic.lean:3: name 'only_elsewhere' not declared in the import closure "
         "(declared in Mathlib.Other, not imported)",
         "Absorb/Basic.lean:4: name 'bar_poz' not declared in the import closure"]
+
+
+def test_synthetic_import_of_a_package_outside_the_tree_is_unverified(
+        synthetic: Callable[..., dict[str, Any]]) -> None:
+    res = synthetic(Absorb__Basic_lean="import Mathlib.Foo\nimport Aesop\n")
+    assert res["ok"]
+    assert [(u["file"], u["line"], u["name"]) for u in res["unverified"]] == [
+        ("Absorb/Basic.lean", 2, "Aesop")]
 
 
 def test_synthetic_checker_reaching_mathlib(synthetic: Callable[..., dict[str, Any]]) -> None:
