@@ -271,6 +271,22 @@ def test_synthetic_name_outside_the_closure_and_typo(
         "Absorb/Basic.lean:4: name 'bar_poz' not declared in the import closure"]
 
 
+def test_synthetic_typo_is_caught_in_every_proof_position(
+        synthetic: Callable[..., dict[str, Any]]) -> None:
+    positions = ["exact typo_exact", "apply typo_apply", "refine typo_refine ?_",
+                 "rw [typo_rw]", "simp only [typo_simp] at h", "simpa using typo_simpa",
+                 "nlinarith [typo_nlinarith h]", "have := typo_have h",
+                 "obtain ⟨x, hx⟩ := typo_obtain", "exact Foo.typo_dot", "exact bar_pos.typo_field"]
+    body = "".join(f"theorem t{k} (h : True) : True := by\n  {p}\n"
+                   for k, p in enumerate(positions))
+    res = synthetic(Absorb__Basic_lean=f"import Mathlib.Foo\nopen Foo\n{body}")
+    flagged = {re.search(r"name '([^']+)'", p).group(1)  # type: ignore[union-attr]
+               for p in _problems(res)}
+    assert flagged == {"typo_exact", "typo_apply", "typo_refine", "typo_rw", "typo_simp",
+                       "typo_simpa", "typo_nlinarith", "typo_have", "typo_obtain",
+                       "Foo.typo_dot", "bar_pos.typo_field"}
+
+
 def test_synthetic_import_of_a_package_outside_the_tree_is_unverified(
         synthetic: Callable[..., dict[str, Any]]) -> None:
     res = synthetic(Absorb__Basic_lean="import Mathlib.Foo\nimport Aesop\n")
