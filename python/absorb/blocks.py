@@ -55,7 +55,12 @@ def _check_shape(name: str, arr: NDArray[np.generic] | None, shape: tuple[int, .
 
 @dataclass(frozen=True)
 class Block:
-    """One block of the kind fixed by ``activation``; shapes follow PyTorch ``nn.Linear``."""
+    """One block of the kind fixed by ``activation``; shapes follow PyTorch ``nn.Linear``.
+
+    ``dtype`` is the storage format the weights were read in (:mod:`absorb.formats`, named by
+    the file: an ``.npz`` member's dtype, a safetensors header, "rational" for JSON); None for
+    a block built in memory. ``exact`` holds the stored numbers where the float views are not
+    them (rationals, integers beyond 2⁵³, long doubles beyond float64)."""
 
     activation: Activation
     W_up: Array
@@ -66,6 +71,7 @@ class Block:
     A_skip: Array | None = None
     residual: bool = True
     exact: ExactWeights | None = None
+    dtype: str | None = None
 
     def __post_init__(self) -> None:
         if self.W_up.ndim != 2:

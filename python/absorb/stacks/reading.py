@@ -107,7 +107,7 @@ def _json_stack(data: object, path: Path, activation: Activation) -> list[Block]
     blocks = []
     for ell, p in enumerate(parsed):
         try:
-            blocks.append(block_from_arrays(*json_arrays(p), activation))
+            blocks.append(block_from_arrays(json_arrays(p), activation))
         except AbsorbError as exc:
             raise _with_layer(ell, exc) from None
     return blocks
@@ -120,7 +120,7 @@ def _load_npz(path: Path, activation: Activation) -> list[Block]:
     for ell in range(count):
         layer = {k: arrays[f"{k}_{ell}"] for k in KEYS if f"{k}_{ell}" in arrays}
         try:
-            blocks.append(block_from_arrays(layer, None, activation))
+            blocks.append(block_from_arrays(layer, activation))
         except AbsorbError as exc:
             raise _with_layer(ell, exc) from None
     return blocks
