@@ -334,7 +334,7 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
 EXACT_SEARCH_MAX_WEIGHTS = 1 << 10
 
 
-def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
+def _confirm_exactly(block: Block, seed: int) -> certificates.IndexSetSearch | None:
     """The complete search again, in exact arithmetic on the stored (dyadic) values, when the
     block is small enough and its plan fits; None when it would not.
 
@@ -348,7 +348,7 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
     decides both on the stored values, up to the exact search's full time limit."""
     if block.n * block.d > EXACT_SEARCH_MAX_WEIGHTS:
         return None
-    res = certificates.find_index_set(*rational_weights(block), dual=False)
+    res = certificates.find_index_set(*rational_weights(block), dual=False, seed=seed)
     return res if res.status != "limit" else None
 
 
@@ -375,8 +375,11 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
         details["given_S"] = {"S": S0, "condition_exact": False,
                               "note": "the given S does not meet the condition exactly; the "
                                       "complete search decides"}
-    result = (certificates.find_index_set(W_up, W_down, A) if store.search_tol is None
-              else certificates.find_index_set(W_up, W_down, A, tol=store.search_tol))
+    # the exact search's fingerprint primes, drawn from --seed (reported in its JSON)
+    seed = int(rng.integers(1 << 62))
+    result = (certificates.find_index_set(W_up, W_down, A, seed=seed)
+              if store.search_tol is None else
+              certificates.find_index_set(W_up, W_down, A, tol=store.search_tol, seed=seed))
 
     def undetermined(reason: str, cert: dict[str, object] | None,
                      unmet: Sequence[str] = ()) -> Undetermined:
@@ -396,7 +399,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
                                 "check", None)
         # the float search stops at the first set within its tolerance; an exact set may
         # exist beside it (small blocks: searched for exactly on the stored values)
-        confirm = _confirm_exactly(block)
+        confirm = _confirm_exactly(block, seed)
         if confirm is not None and confirm.status == "found" and confirm.S is not None:
             exact_set = exact_index_set(W_up, W_down, confirm.S, A)
             if exact_set is not None:
@@ -442,7 +445,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
         proof_text = f"rank: rank(A) = {rank_a} > n = {block.n} (exact, over Q)"
         full = chain
     else:
-        confirm = result if result.exact else _confirm_exactly(block)
+        confirm = result if result.exact else _confirm_exactly(block, seed)
         if confirm is not None and confirm.status == "found" and confirm.S is not None:
             # the float search missed it (e.g. its Gram products overflowed); the exact
             # search on the stored values found an index set, checked exactly once more
