@@ -58,7 +58,10 @@ def is_integer_format(name: str) -> bool:
 
 def unit_roundoff(name: str) -> float:
     """The relative precision of a format: a float format's unit roundoff; for integers (held
-    exactly) and long double (computed on in float64) the float64 arithmetic's, 2⁻⁵³."""
+    exactly) and long double (computed on in float64) the float64 arithmetic's, 2⁻⁵³; 0 for
+    rationals."""
+    if name == RATIONAL:
+        return 0.0
     if is_integer_format(name):
         return FLOAT_FORMATS["float64"]
     return max(FLOAT_FORMATS[name], FLOAT_FORMATS["float64"])
@@ -96,8 +99,8 @@ def format_name(dtype: np.dtype[np.generic], key: str) -> str:
         return dtype.name
     what = {"b": "boolean", "c": "complex", "U": "string", "S": "bytes", "V": "structured",
             "M": "datetime", "m": "timedelta"}.get(dtype.kind, "unsupported")
-    raise AbsorbError(f"{key}: {what} array (dtype {dtype}) refused; weights are integers or "
-                      "floats (float16/32/64, long double)")
+    raise AbsorbError(f"{key}: non-numeric array ({what}, dtype {dtype}) refused; weights are "
+                      "integers or floats (float16/32/64, long double)")
 
 
 def stored_array(arr: NDArray[np.generic], key: str) -> StoredArray:

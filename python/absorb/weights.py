@@ -273,22 +273,24 @@ def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.gen
     return headers
 
 
-def read_npz(path: Path, check_keys: Callable[[Path, object], None] | None = None
-             ) -> dict[str, StoredArray]:
+def read_npz(path: Path, check_keys: Callable[[Path, object], None] | None = None,
+             describe: Callable[[str], str] = str) -> dict[str, StoredArray]:
     """Every array of an ``.npz`` file as stored, exactly (:func:`absorb.formats.stored_array`:
     the format is the member's dtype, the float64 view derived once, the exact values kept
     where the view is not them), after checking keys (``check_keys``, default the
-    single-block rule), dtypes and sizes from the headers; pickles are refused."""
+    single-block rule), dtypes and sizes from the headers; pickles are refused. A refusal
+    names the array by ``describe(key)``."""
     try:
         headers = _npz_headers(path)
         (check_keys or _check_keys)(path, headers)
         for k, (shape, dtype) in headers.items():
-            format_name(dtype, k)
+            format_name(dtype, describe(k))
             size = math.prod(shape)
             if size > MAX_ENTRIES:
-                raise AbsorbError(f"{k} has {size} entries, more than the limit {MAX_ENTRIES}")
+                raise AbsorbError(f"{describe(k)} has {size} entries, more than the limit "
+                                  f"{MAX_ENTRIES}")
         with np.load(path, allow_pickle=False) as npz:
-            return {k: stored_array(npz[k], k) for k in npz.files}
+            return {k: stored_array(npz[k], describe(k)) for k in npz.files}
     except NPZ_ERRORS as exc:
         raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
 
