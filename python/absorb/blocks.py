@@ -9,13 +9,16 @@ A batch X is an (m, d) array; the block maps it to (m, d). ``A_skip=None`` is th
 The weights as stored (:func:`stored_weights`, :func:`stored_biases`, :func:`stored_arrays`):
 the rational originals of an exact input (``Block.exact``), else the float64 arrays — every
 float is a dyadic rational, so both are the stored numbers exactly; :func:`rational_weights`
-gives them as ``fractions.Fraction`` arrays with the identity skip written out.
+and :func:`rational_biases` give them as ``fractions.Fraction`` arrays with the identity skip
+written out. Each is converted at most once per block (kept on the block), however many
+steps of a verdict read it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -102,6 +105,31 @@ class Block:
     def has_biases(self) -> bool:
         return self.b_up is not None or self.b_down is not None
 
+    @cached_property
+    def stored(self) -> dict[str, Any]:
+        """Every array as stored, by name (None where absent): for exact input its rational
+        original, or — an array a hand-built block gave only as floats — those floats as
+        rationals; float64 otherwise. Exact input never passes through float."""
+        keys = ("W_up", "W_down", "W_gate", "b_up", "b_down", "A_skip")
+        if self.exact is None:
+            return {key: getattr(self, key) for key in keys}
+        out: dict[str, Any] = {}
+        for key in keys:
+            value, original = getattr(self, key), getattr(self.exact, key)
+            out[key] = None if value is None else (
+                as_fractions(value) if original is None else original)
+        return out
+
+    @cached_property
+    def rational(self) -> dict[str, Any]:
+        """Every array as stored over ℚ (Fraction arrays; a float is its dyadic value), the
+        identity skip written out as ``A_skip``; None where absent. Converted once."""
+        out = {key: None if value is None else as_fractions(value)
+               for key, value in self.stored.items()}
+        if out["A_skip"] is None:
+            out["A_skip"] = identity(self.d)
+        return out
+
     def skip_matrix(self) -> Array:
         """A (the identity when ``A_skip`` is None)."""
         return np.eye(self.d) if self.A_skip is None else self.A_skip
@@ -134,14 +162,8 @@ class Block:
 
 
 def _stored(block: Block, key: str) -> Any:
-    """One array of the block as stored (None if absent): for exact input its rational
-    original, or — an array a hand-built block gave only as floats — those floats as
-    rationals; float64 otherwise. Exact input never passes through float."""
-    value = getattr(block, key)
-    if block.exact is None or value is None:
-        return value
-    original = getattr(block.exact, key)
-    return as_fractions(value) if original is None else original
+    """One array of the block as stored (None if absent): :attr:`Block.stored`."""
+    return block.stored[key]
 
 
 def stored_weights(block: Block) -> tuple[Any, Any, Any]:
@@ -155,9 +177,13 @@ def rational_weights(block: Block) -> tuple[ObjectArray, ObjectArray, ObjectArra
     """(W_up, W_down, A) as stored, over ℚ: Fraction arrays (a float is its dyadic value),
     with the identity skip written out as the d×d identity, for arithmetic such as
     A + W_down D W_up."""
-    W_up, W_down, A = stored_weights(block)
-    return (as_fractions(W_up), as_fractions(W_down),
-            identity(block.d) if A is None else as_fractions(A))
+    q = block.rational
+    return q["W_up"], q["W_down"], q["A_skip"]
+
+
+def rational_biases(block: Block) -> tuple[ObjectArray | None, ObjectArray | None]:
+    """(b_up, b_down) as stored, over ℚ (Fraction arrays), None where absent."""
+    return block.rational["b_up"], block.rational["b_down"]
 
 
 def stored_biases(block: Block) -> tuple[Any, Any]:

@@ -33,8 +33,8 @@ import numpy as np
 from scipy.optimize import linprog
 
 from absorb import certificates
-from absorb.blocks import Block, ObjectArray, rational_weights, stored_biases
-from absorb.exact import as_fractions, det, inverse, safe_float
+from absorb.blocks import Block, ObjectArray, rational_biases, rational_weights
+from absorb.exact import det, inverse, safe_float
 from absorb.rationals import rational_text
 from absorb.stacks.arrangement import MAX_RAY_SUBSETS, Vector, arrangement_rays
 
@@ -92,9 +92,10 @@ def index_set_match(block: Block, layer: int) -> tuple[LayerMatch | None, dict[s
     D[S] = -1
     weights = {"W_up": D[:, None] * U, "W_down": W.copy()}
     if block.has_biases:
-        stored_up, stored_down = stored_biases(block)
-        b_up = as_fractions(np.zeros(block.n) if stored_up is None else stored_up)
-        b_down = as_fractions(np.zeros(block.d) if stored_down is None else stored_down)
+        q_up, q_down = rational_biases(block)
+        zero = Fraction(0)
+        b_up = np.full(block.n, zero, dtype=object) if q_up is None else q_up
+        b_down = np.full(block.d, zero, dtype=object) if q_down is None else q_down
         weights["b_up"] = D * b_up
         weights["b_down"] = b_down + W[:, S] @ b_up[S]
     return LayerMatch(layer, "index_set", weights, info), info

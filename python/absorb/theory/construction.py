@@ -18,11 +18,12 @@ from absorb.blocks import (
     Array,
     Block,
     float_view_finite,
+    rational_biases,
+    rational_weights,
     stored_biases,
     stored_weights,
 )
 from absorb.errors import AbsorbError
-from absorb.exact import as_fractions
 
 CHECK_POINTS = 256
 #: Why a float-only step (numerical check, float witness, search) is not run on exact input.
@@ -78,10 +79,11 @@ def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]
     out: dict[str, object] = {"W_up": D[:, None] * W_up, "W_down": W_down.copy()}
     if b_up is not None:
         out["b_up"] = D * b_up
-        Wd = as_fractions(np.asarray(W_down)[:, idx]) if idx else None
-        shift = (Wd @ as_fractions(np.asarray(b_up)[idx]) if Wd is not None
+        q_up, q_down = rational_biases(block)
+        assert q_up is not None  # b_up is present: so is its rational form
+        shift = (rational_weights(block)[1][:, idx] @ q_up[idx] if idx
                  else np.full(block.d, Fraction(0), dtype=object))
-        c_down = shift if b_down is None else as_fractions(b_down) + shift
+        c_down = shift if q_down is None else q_down + shift
         out["b_down"] = c_down if exact else np.array([_exactly(v) for v in c_down],
                                                       dtype=object)
     elif b_down is not None:

@@ -30,7 +30,6 @@ from absorb.certificates.rounding import (
     storage_dtype,
 )
 from absorb.errors import AbsorbError
-from absorb.exact import as_fractions
 from absorb.formats import FLOAT_FORMATS, RATIONAL, unit_roundoff
 from absorb.rationals import rational_text
 from absorb.theory.applicable import necessary_chain
@@ -141,7 +140,7 @@ def necessary_hypotheses(block: Block) -> list[str]:
     W_up, W_down, _ = stored_weights(block)
     distinct = noncollinear_rows(W_up, exact)
     if not distinct and not exact and W_up.size <= EXACT_COLLINEAR_ENTRIES:
-        distinct = noncollinear_rows(as_fractions(W_up), True)
+        distinct = noncollinear_rows(rational_weights(block)[0], True)
     if not distinct:
         unmet.append("rows of W_up nonzero and pairwise non-collinear")
     if not np.all(np.any(W_down != 0, axis=0)):

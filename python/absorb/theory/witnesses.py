@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from absorb.blocks import Array, Block, stored_biases, stored_weights
+from absorb.blocks import Array, Block, rational_weights, stored_biases, stored_weights
 from absorb.errors import AbsorbError
 from absorb.exact import as_fractions, json_float
 from absorb.rationals import rational_text
@@ -141,7 +141,6 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
         raise AbsorbError(f"{act.name} is not a bounded ungated activation; no bounded witness")
     x = _basis_point(A)
     j = int(np.argmax(x))
-    W_down = stored_weights(block)[1]
     b_down = stored_biases(block)[1]
     B = Fraction(act.bound)
     float_rows = math.inf  # exact input: the exact row sums below (never through float)
@@ -153,7 +152,7 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
         row_max = Fraction(float_rows) * (1 + Fraction(2 * (block.n + 1)) * Fraction(_U))
     else:
         row_max = max(sum((abs(v) for v in row), Fraction(0))
-                      for row in as_fractions(W_down))
+                      for row in rational_weights(block)[1])
     b_max = Fraction(0) if b_down is None else max(abs(Fraction(v)) for v in
                                                    np.asarray(b_down).tolist())
     C = B * row_max + b_max
