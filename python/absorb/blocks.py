@@ -6,12 +6,12 @@ Residual-free (``residual=False``): the same without the A x term.
 
 A batch X is an (m, d) array; the block maps it to (m, d). ``A_skip=None`` is the identity skip.
 
-The weights as stored (:func:`stored_weights`, :func:`stored_biases`, :func:`stored_arrays`):
-the rational originals of an exact input (``Block.exact``), else the float64 arrays — every
-float is a dyadic rational, so both are the stored numbers exactly; :func:`rational_weights`
-and :func:`rational_biases` give them as ``fractions.Fraction`` arrays with the identity skip
-written out. Each is converted at most once per block (kept on the block), however many
-steps of a verdict read it.
+The weights as stored, carried by the block itself (``Block.stored_weights``,
+``stored_biases``, ``stored_arrays``): the rational originals of an exact input
+(``Block.exact``), else the float64 arrays — every float is a dyadic rational, so both are the
+stored numbers exactly; ``Block.rational_weights`` and ``rational_biases`` give them as
+``fractions.Fraction`` arrays with the identity skip written out. Each array is converted at
+most once per block (kept on it), however many steps of a verdict read it.
 """
 
 from __future__ import annotations
@@ -130,6 +130,47 @@ class Block:
             out["A_skip"] = identity(self.d)
         return out
 
+    @property
+    def stored_weights(self) -> tuple[Any, Any, Any]:
+        """(W_up, W_down, A) as stored (Fractions for exact input, float64 otherwise), with A
+        None for the identity skip: the form the index-set search and the exact checks take,
+        which treat None as I without building it."""
+        return self.stored["W_up"], self.stored["W_down"], self.stored["A_skip"]
+
+    @property
+    def stored_biases(self) -> tuple[Any, Any]:
+        """(b_up, b_down) as stored (Fractions for exact input, float64 otherwise), None if
+        absent."""
+        return self.stored["b_up"], self.stored["b_down"]
+
+    @property
+    def stored_arrays(self) -> dict[str, Any]:
+        """The block's own MLP arrays as stored, by name (W_up, W_down and those of W_gate,
+        b_up, b_down that it has): the rational originals for exact input."""
+        keys = ("W_up", "W_down", "W_gate", "b_up", "b_down")
+        return {key: self.stored[key] for key in keys if self.stored[key] is not None}
+
+    @property
+    def rational_weights(self) -> tuple[ObjectArray, ObjectArray, ObjectArray]:
+        """(W_up, W_down, A) as stored, over ℚ: Fraction arrays (a float is its dyadic
+        value), with the identity skip written out as the d×d identity, for arithmetic such
+        as A + W_down D W_up."""
+        return self.rational["W_up"], self.rational["W_down"], self.rational["A_skip"]
+
+    @property
+    def rational_biases(self) -> tuple[ObjectArray | None, ObjectArray | None]:
+        """(b_up, b_down) as stored, over ℚ (Fraction arrays), None where absent."""
+        return self.rational["b_up"], self.rational["b_down"]
+
+    @cached_property
+    def float_view_finite(self) -> bool:
+        """Whether every float array of the block is finite (false only for exact input with
+        an entry beyond the float range, which the reader keeps as ±inf beside its
+        rational)."""
+        return all(bool(np.all(np.isfinite(m))) for m in (
+            self.W_up, self.W_down, self.W_gate, self.b_up, self.b_down, self.A_skip)
+            if m is not None)
+
     def skip_matrix(self) -> Array:
         """A (the identity when ``A_skip`` is None)."""
         return np.eye(self.d) if self.A_skip is None else self.A_skip
@@ -159,51 +200,6 @@ class Block:
         if self.residual:
             out = out + (batch if self.A_skip is None else batch @ self.A_skip.T)
         return out[0] if single else out
-
-
-def _stored(block: Block, key: str) -> Any:
-    """One array of the block as stored (None if absent): :attr:`Block.stored`."""
-    return block.stored[key]
-
-
-def stored_weights(block: Block) -> tuple[Any, Any, Any]:
-    """(W_up, W_down, A) as stored (Fractions for exact input, float64 otherwise), with A None
-    for the identity skip: the form the index-set search and the exact checks take, which
-    treat None as I without building it."""
-    return _stored(block, "W_up"), _stored(block, "W_down"), _stored(block, "A_skip")
-
-
-def rational_weights(block: Block) -> tuple[ObjectArray, ObjectArray, ObjectArray]:
-    """(W_up, W_down, A) as stored, over ℚ: Fraction arrays (a float is its dyadic value),
-    with the identity skip written out as the d×d identity, for arithmetic such as
-    A + W_down D W_up."""
-    q = block.rational
-    return q["W_up"], q["W_down"], q["A_skip"]
-
-
-def rational_biases(block: Block) -> tuple[ObjectArray | None, ObjectArray | None]:
-    """(b_up, b_down) as stored, over ℚ (Fraction arrays), None where absent."""
-    return block.rational["b_up"], block.rational["b_down"]
-
-
-def stored_biases(block: Block) -> tuple[Any, Any]:
-    """(b_up, b_down) as stored (Fractions for exact input, float64 otherwise), None if absent."""
-    return _stored(block, "b_up"), _stored(block, "b_down")
-
-
-def stored_arrays(block: Block) -> dict[str, Any]:
-    """The block's own MLP arrays as stored, by name (W_up, W_down and those of W_gate, b_up,
-    b_down that it has): the rational originals for exact input."""
-    out = {key: _stored(block, key) for key in ("W_up", "W_down", "W_gate", "b_up", "b_down")}
-    return {key: value for key, value in out.items() if value is not None}
-
-
-def float_view_finite(block: Block) -> bool:
-    """Whether every float array of the block is finite (false only for exact input with an
-    entry beyond the float range, which the reader keeps as ±inf beside its rational)."""
-    return all(bool(np.all(np.isfinite(m))) for m in (
-        block.W_up, block.W_down, block.W_gate, block.b_up, block.b_down, block.A_skip)
-        if m is not None)
 
 
 def random_block(

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from absorb.atomic_files import write_atomic
-from absorb.blocks import Block, stored_biases, stored_weights
+from absorb.blocks import Block
 from absorb.errors import AbsorbError
 from absorb.numbers import MAX_DIGITS
 from absorb.rationals import RationalMatrix, rational_text
@@ -136,8 +136,8 @@ def export_document(verdict: Verdict, block: Block, *, certificate: bool
     ``S`` of an absorbed verdict. AbsorbError (nothing written) when there is none, or when
     the file could not say what the verdict is about."""
     activation, with_biases, note = _exported_block(block)
-    W_up, W_down, A = stored_weights(block)
-    b_up, b_down = stored_biases(block) if with_biases else (None, None)
+    W_up, W_down, A = block.stored_weights
+    b_up, b_down = block.stored_biases if with_biases else (None, None)
     cert = verdict.get("certificate")
     dual = cert.get("dual") if isinstance(cert, dict) else None
     if certificate or isinstance(verdict, NotAbsorbed):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from absorb import certificates, exact
-from absorb.blocks import Block, ObjectArray, rational_weights, stored_weights
+from absorb.blocks import Block, ObjectArray
 from absorb.certificates import check_dual
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
@@ -137,10 +137,10 @@ def necessary_hypotheses(block: Block) -> list[str]:
         unmet.append(f"σ ReLU at infinity: σ(tz + c)/t -> ReLU(z) (bias_blowup; "
                      f"{act.name} is not)")
     exact = block.exact is not None
-    W_up, W_down, _ = stored_weights(block)
+    W_up, W_down, _ = block.stored_weights
     distinct = noncollinear_rows(W_up, exact)
     if not distinct and not exact and W_up.size <= EXACT_COLLINEAR_ENTRIES:
-        distinct = noncollinear_rows(rational_weights(block)[0], True)
+        distinct = noncollinear_rows(block.rational_weights[0], True)
     if not distinct:
         unmet.append("rows of W_up nonzero and pairwise non-collinear")
     if not np.all(np.any(W_down != 0, axis=0)):
@@ -224,7 +224,7 @@ def _certificate(result: certificates.IndexSetSearch, A: Any, d: int) -> dict[st
 
 def given_certificate(block: Block, Y: ObjectArray) -> dict[str, object]:
     """A user's dual certificate Y (from a checker file), checked independently."""
-    W_up, W_down, A = stored_weights(block)
+    W_up, W_down, A = block.stored_weights
     chk = check_dual(W_up, W_down, Y, A)
     margin = chk.margin
     return {"valid": chk.valid,
@@ -347,7 +347,7 @@ def _confirm_exactly(block: Block, seed: int) -> certificates.IndexSetSearch | N
     decides both on the stored values, up to the exact search's full time limit."""
     if block.n * block.d > EXACT_SEARCH_MAX_WEIGHTS:
         return None
-    res = certificates.find_index_set(*rational_weights(block), dual=False, seed=seed)
+    res = certificates.find_index_set(*block.rational_weights, dual=False, seed=seed)
     return res if res.status != "limit" else None
 
 
@@ -359,7 +359,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
                      subject: Subject, tol: float | None,
                      candidate: Sequence[int] | None) -> Verdict:
     """The verdict of an odd-part-linear ungated block with A ≠ 0 (see the module docstring)."""
-    W_up, W_down, A = stored_weights(block)
+    W_up, W_down, A = block.stored_weights
     store = storage(block, tol)
     subject = replace(subject, extra={**subject.extra, "storage": store.to_json()})
     details: dict[str, object] = {}
