@@ -133,6 +133,24 @@ def test_refused_dtypes_say_why(tmp_path: Path, dtype: Any, what: str) -> None:
         load_block(tmp_path / "w.npz", RELU)
 
 
+def test_exact_values_past_the_size_limit_are_refused(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An array whose float64 view would round is kept exactly up to MAX_EXACT_ENTRIES
+    entries; past it the reader refuses (one line, exit 2) instead of rounding."""
+    import absorb.formats
+
+    monkeypatch.setattr(absorb.formats, "MAX_EXACT_ENTRIES", 3)
+    path = tmp_path / "w.npz"
+    np.savez(path, W_up=np.ones((2, 2), dtype=np.int64),
+             W_down=np.array([[2**53 + 1, 0], [0, -1]], dtype=np.int64))
+    code, _, err = _cli("check", "--activation", "relu", "--weights", str(path))
+    assert code == 2 and "W_down: 4 int64 entries" in err and len(err.strip().splitlines()) == 1
+    np.savez(path, W_up=np.ones((2, 2), dtype=np.int64),
+             W_down=np.array([[2**53, 0], [0, -1]], dtype=np.int64))  # float64 holds 2⁵³
+    code, res, err = _cli("check", "--activation", "relu", "--weights", str(path), "--json")
+    assert code == 0 and res["storage"]["dtype"] == "int64", err
+
+
 def test_nan_in_a_long_double_is_refused(tmp_path: Path) -> None:
     W = np.array([[np.longdouble("nan")]], dtype=np.longdouble)
     np.savez(tmp_path / "w.npz", W_up=W, W_down=-np.ones((1, 1)))
@@ -239,17 +257,34 @@ def test_the_cases_of_the_issue(case: Case, verdict: str | None) -> None:
     assert verdict is None or got == verdict
 
 
+def test_a_float_block_within_rounding_carries_the_exact_answer(tmp_path: Path) -> None:
+    """fl(0.1) + fl(0.9) = 1 − 2⁻⁵⁴·(…) ≠ 1: {0, 1} meets the condition up to float64
+    rounding, not exactly, and the exact search (4 subsets) says so beside the verdict."""
+    case = to_storage(Case("relu", [[Q(1), Q(0)], [Q(1), Q(0)], [Q(0), Q(1)]],
+                           [[Q(-0.1), Q(-0.9), Q(0)], [Q(0), Q(0), Q(-1)]], None, None, None,
+                           None, "float64", "npz", "tenths"))
+    assert not oracle(case).exact_sets
+    assert judge(case) == "absorbable_up_to_rounding"
+    np.savez(tmp_path / "w.npz", W_up=np_array(case.W_up, "float64"),
+             W_down=np_array(case.W_down, "float64"))
+    code, res, err = _cli("check", "--activation", "relu", "--weights", str(tmp_path / "w.npz"),
+                          "--json", "--no-search")
+    assert code == 0, err
+    assert "admit no exact index set" in res["stored_weights_exactly"]
+
+
 @pytest.mark.skipif(not EXTENDED, reason="long double is float64 on this platform")
 def test_a_long_double_skip_of_1e_minus_4000_is_not_zero(tmp_path: Path) -> None:
-    """A gated block with A = 1e-4000·I: float64 would make A = 0 and the block absorbed."""
+    """A gated block with A = 1e-4000·I: float64 would make A = 0 and the block absorbed; the
+    linearization theorem applies, but its witness, in floating point, would see A = 0."""
     tiny = np.array([[np.longdouble("1e-4000")]], dtype=np.longdouble)
     np.savez(tmp_path / "w.npz", W_up=np.ones((1, 1)), W_down=np.ones((1, 1)),
              W_gate=np.ones((1, 1)), A_skip=tiny)
     code, res, err = _cli("check", "--activation", "swiglu", "--weights",
                           str(tmp_path / "w.npz"), "--json", "--no-search")
     assert code == 0, err
-    assert res["verdict"] != "absorbed"
-    assert res["storage"]["dtype"] if "storage" in res else True
+    # A ≠ 0 exactly, so linearization applies; its float witness would see A = 0
+    assert res["verdict"] == "undetermined" and "whose float is 0" in res["reason"]
 
 
 @pytest.mark.skipif(not EXTENDED, reason="long double is float64 on this platform")

@@ -49,6 +49,9 @@ FLOAT_FORMATS: dict[str, float] = {
     "longdouble": float(np.finfo(np.longdouble).eps) / 2}
 #: Integers of magnitude up to this are held exactly by float64.
 EXACT_FLOAT64 = 1 << 53
+#: Most entries of one array kept as exact values (Python rationals, ~100 bytes each): an
+#: array past it whose float64 view is not exact is refused, not rounded.
+MAX_EXACT_ENTRIES = 1 << 22
 _INTEGER_FORMATS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
@@ -108,7 +111,7 @@ def stored_array(arr: NDArray[np.generic], key: str) -> StoredArray:
     docstring); NaN and ±inf are refused."""
     fmt = format_name(arr.dtype, key)
     if is_integer_format(fmt):
-        return _integers(arr, fmt)
+        return _integers(arr, fmt, key)
     if fmt != "longdouble":
         view = np.asarray(arr, dtype=np.float64)  # widening: every value kept exactly
         _finite(view, key)
@@ -119,7 +122,10 @@ def stored_array(arr: NDArray[np.generic], key: str) -> StoredArray:
         view = np.asarray(arr, dtype=np.float64)
         same = bool(np.all(np.isfinite(view))) and bool(
             np.array_equal(view.astype(np.longdouble), arr))
-    return StoredArray(fmt, view, None if same else _longdouble_fractions(arr))
+    if same:
+        return StoredArray(fmt, view)
+    _exact_size(arr, fmt, key)
+    return StoredArray(fmt, view, _longdouble_fractions(arr))
 
 
 def _finite(view: Array, key: str) -> None:
@@ -127,14 +133,21 @@ def _finite(view: Array, key: str) -> None:
         raise AbsorbError(f"{key} contains NaN or Inf")
 
 
-def _integers(arr: NDArray[np.generic], fmt: str) -> StoredArray:
+def _integers(arr: NDArray[np.generic], fmt: str, key: str) -> StoredArray:
     """Integers: the float64 view, and Python integers beside it where some entry is beyond
     2⁵³ (where float64 would round it)."""
     view = np.asarray(arr, dtype=np.float64)
     if arr.size == 0 or max(abs(int(arr.min())), abs(int(arr.max()))) <= EXACT_FLOAT64:
         return StoredArray(fmt, view)
+    _exact_size(arr, fmt, key)
     ints = arr.astype(object)
     return StoredArray(fmt, view, np.frompyfunc(Fraction, 1, 1)(ints).astype(object))
+
+
+def _exact_size(arr: NDArray[np.generic], fmt: str, key: str) -> None:
+    if arr.size > MAX_EXACT_ENTRIES:
+        raise AbsorbError(f"{key}: {arr.size} {fmt} entries that float64 would round need exact "
+                          f"arithmetic, refused above {MAX_EXACT_ENTRIES} entries")
 
 
 def _longdouble_fractions(x: NDArray[np.generic]) -> ObjectArray:
