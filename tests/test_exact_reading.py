@@ -221,7 +221,7 @@ def test_integer_blocks_against_the_oracle(case: Case, seed: int) -> None:
 
 
 @pytest.mark.skipif(not EXTENDED, reason="long double is float64 on this platform")
-@budget(40)
+@budget(12)
 @given(case=extreme_blocks((LONG_DOUBLE,)), seed=st.integers(0, 2**32))
 def test_long_double_blocks_against_the_oracle(case: Case, seed: int) -> None:
     """Long doubles beyond float64's precision (1 + 2⁻⁶⁰) and range (2^±16000)."""
@@ -456,14 +456,14 @@ def test_past_the_confirmation_bound_the_exact_keys_decide() -> None:
 
 
 @budget(20)
-@given(k=st.lists(st.integers(-8, 8), min_size=28, max_size=28),
-       planted=st.lists(st.booleans(), min_size=14, max_size=14))
+@given(k=st.lists(st.integers(-8, 8), min_size=20, max_size=20),
+       planted=st.lists(st.booleans(), min_size=10, max_size=10))
 def test_coarse_weights_against_brute_force(k: list[int], planted: list[bool]) -> None:
     """Entries k/8 (many equal half-sums): the whole search agrees with the oracle."""
-    n = 14
+    n = 10
     Wu = np.array([[Q(k[2 * i], 8), Q(k[2 * i + 1], 8)] for i in range(n)], dtype=object)
-    Wd = np.array([[Q(k[(2 * i + 3) % 28], 8) for i in range(n)],
-                   [Q(k[(2 * i + 5) % 28], 8) for i in range(n)]], dtype=object)
+    Wd = np.array([[Q(k[(2 * i + 3) % 20], 8) for i in range(n)],
+                   [Q(k[(2 * i + 5) % 20], 8) for i in range(n)]], dtype=object)
     S = [i for i in range(n) if planted[i]]
     A = -(Wd[:, S] @ Wu[S, :]) if S else np.array([[Q(1, 128), Q(0)], [Q(0), Q(1, 128)]],
                                                   dtype=object)
