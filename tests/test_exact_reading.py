@@ -275,16 +275,16 @@ def test_a_float_block_within_rounding_carries_the_exact_answer(tmp_path: Path) 
 
 @pytest.mark.skipif(not EXTENDED, reason="long double is float64 on this platform")
 def test_a_long_double_skip_of_1e_minus_4000_is_not_zero(tmp_path: Path) -> None:
-    """A gated block with A = 1e-4000·I: float64 would make A = 0 and the block absorbed; the
-    linearization theorem applies, but its witness, in floating point, would see A = 0."""
+    """A gated block with A = 1e-4000·I: float64 would make A = 0 and the block absorbed;
+    A ≠ 0 is decided on the exact value."""
     tiny = np.array([[np.longdouble("1e-4000")]], dtype=np.longdouble)
     np.savez(tmp_path / "w.npz", W_up=np.ones((1, 1)), W_down=np.ones((1, 1)),
              W_gate=np.ones((1, 1)), A_skip=tiny)
     code, res, err = _cli("check", "--activation", "swiglu", "--weights",
                           str(tmp_path / "w.npz"), "--json", "--no-search")
     assert code == 0, err
-    # A ≠ 0 exactly, so linearization applies; its float witness would see A = 0
-    assert res["verdict"] == "undetermined" and "whose float is 0" in res["reason"]
+    # A ≠ 0 exactly (the oracle: gated, g(0) = 0, no biases), so linearization applies
+    assert res["verdict"] == "impossible" and res["theorem"] == "linearization"
 
 
 @pytest.mark.skipif(not EXTENDED, reason="long double is float64 on this platform")

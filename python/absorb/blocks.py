@@ -163,21 +163,13 @@ class Block:
         return self.rational["b_up"], self.rational["b_down"]
 
     @cached_property
-    def float_view_faithful(self) -> bool:
-        """Whether the float arrays can stand for the stored values in floating-point work
-        (witnesses, numerical checks): every entry finite, and nonzero wherever the stored
-        value is. False only for exact values beyond the float range, which the reader keeps
-        as ±inf, or below it (a long double of 1e-4000), kept as 0, beside the exact value."""
-        keys = ("W_up", "W_down", "W_gate", "b_up", "b_down", "A_skip")
-        for key in keys:
-            view, value = getattr(self, key), self.stored[key]
-            if view is None:
-                continue
-            if not np.all(np.isfinite(view)):
-                return False
-            if self.exact is not None and np.any((view == 0) & (value != 0)):
-                return False
-        return True
+    def float_view_finite(self) -> bool:
+        """Whether every float array of the block is finite (false only for exact input with
+        an entry beyond the float range, which the reader keeps as ±inf beside its
+        rational)."""
+        return all(bool(np.all(np.isfinite(m))) for m in (
+            self.W_up, self.W_down, self.W_gate, self.b_up, self.b_down, self.A_skip)
+            if m is not None)
 
     def skip_matrix(self) -> Array:
         """A (the identity when ``A_skip`` is None)."""

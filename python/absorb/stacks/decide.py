@@ -132,7 +132,7 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCh
                       "absorbing_stack": [_weights_json(m) for m in matches]},
         check=(check_maps(partial(stack_forward, blocks), partial(stack_forward, H),
                           blocks[0].d, rng)
-               if all(b.float_view_faithful for b in blocks)
+               if all(b.float_view_finite for b in blocks)
                else dict(CHECK_NOT_RUN)),
         details=extra)
 
@@ -187,7 +187,7 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
     how = applicable_stack_theorems(blocks)
     if how.path == "impossible":
         assert how.theorem is not None  # an impossibility path names its theorem
-        if not all(b.float_view_faithful for b in blocks):
+        if not all(b.float_view_finite for b in blocks):
             # the limit witness evaluates the stack in floating point: no witness, no verdict
             return Undetermined(subject=subject, reason=float_witness_missing(how.theorem),
                                 unmet_hypotheses=tuple(how.unmet))

@@ -128,7 +128,7 @@ def decide(block: Block, *, rng: np.random.Generator, evidence: Evidence | None 
         return decide_index_set(block, rng, evidence, subj, tol, candidate)
     if how.path == "impossible":
         assert how.theorem is not None  # an impossibility path names its theorem
-        if how.theorem != "bounded" and not block.float_view_faithful:
+        if how.theorem != "bounded" and not block.float_view_finite:
             # these witnesses evaluate the block in floating point: no witness, no verdict
             return Undetermined(subject=subj, reason=float_witness_missing(how.theorem),
                                 unmet_hypotheses=tuple(how.unmet))

@@ -19,6 +19,6 @@ def attached_evidence(block: Block, rng: np.random.Generator, evidence: Evidence
                       ) -> dict[str, object] | None:
     """The caller's evidence on ``block`` (``evidence(block, rng)``), None when none was asked;
     not run on a block whose float view is not finite (a numerical fit of ±inf weights)."""
-    if evidence is not None and not block.float_view_faithful:
+    if evidence is not None and not block.float_view_finite:
         return {"note": f"not run: a numerical search needs float weights, and {BEYOND_FLOAT}"}
     return None if evidence is None else evidence(block, rng)

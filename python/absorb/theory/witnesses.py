@@ -24,8 +24,7 @@ _U = 2.0**-53
 
 def float_witness_missing(theorem: str) -> str:
     """The reason of ``undetermined`` when ``theorem`` applies but its witness, evaluated in
-    floating point, cannot be on a float view that is not faithful (±inf, or 0 for a nonzero
-    value)."""
+    floating point, cannot be on a ±inf float view."""
     return f"{theorem} applies, but its witness is evaluated in floating point and {BEYOND_FLOAT}"
 
 
