@@ -4,7 +4,8 @@ A checkpoint is a single ``.safetensors`` file, a sharded one (``*.safetensors.i
 whose ``weight_map`` names the shard holding each tensor), or a folder holding either. The
 ``config.json`` beside the weights, when there is one, is read too. Shapes and dtypes come
 from the file headers without touching the data; a tensor is read only when asked for and
-returned as float64. bfloat16 (which numpy lacks) is widened by hand: its 16 bits are the
+returned as float64 (exact), its storage format the one its header names
+(:meth:`Checkpoint.format`). bfloat16 (which numpy lacks) is widened by hand: its 16 bits are the
 high half of a float32, read from a memory map of the file.
 
 What is read (README, "Security and files"): the path the user named, and, when it is a folder
@@ -42,6 +43,8 @@ SINGLE_FILE = "model.safetensors"
 #: Largest config.json or shard index read (a 7B model's index is about 30 KiB).
 MAX_JSON_BYTES = 64 << 20
 FLOAT_DTYPES = ("BF16", "F16", "F32", "F64")
+#: The storage format (:mod:`absorb.formats`) each header dtype names.
+FORMATS = {"BF16": "bfloat16", "F16": "float16", "F32": "float32", "F64": "float64"}
 # Bytes per stored element, for the memory a read needs before widening to float64.
 DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8}
 
@@ -201,13 +204,18 @@ class Checkpoint:
             h.update(self._locate(keys[role]).stored_bytes(keys[role]).data)
         return h.hexdigest()
 
-    def tensor(self, key: str) -> Array:
-        """The tensor as float64 (exact: every stored float type widens without rounding)."""
-        shard = self._locate(key)
-        dtype, _ = shard.info(key)
+    def format(self, key: str) -> str:
+        """The storage format of a tensor, as its header names it (never guessed from the
+        values), refused unless it is a float type."""
+        dtype, _ = self.info(key)
         if dtype not in FLOAT_DTYPES:
             raise AbsorbError(f"{key}: unsupported tensor dtype {dtype} (need a float type)")
-        arr = shard.raw(key).astype(np.float64)
+        return FORMATS[dtype]
+
+    def tensor(self, key: str) -> Array:
+        """The tensor as float64 (exact: every stored float type widens without rounding)."""
+        self.format(key)  # a float type: widening to float64 keeps every value
+        arr = self._locate(key).raw(key).astype(np.float64)
         if not np.all(np.isfinite(arr)):
             raise AbsorbError(f"{key} contains NaN or Inf")
         return arr

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from absorb.blocks import Block, planted_block, random_block, stored_weights
+from absorb.blocks import Block, planted_block, random_block
 from absorb.budget import require, search_cost
 from absorb.commands.options import (
     add_block_options,
@@ -37,7 +37,7 @@ def prediction(block: Block, width: int) -> dict[str, object]:
     :func:`absorb.theory.applicable_theorems`; at the block's own width the prediction is
     ``check``'s verdict itself (``verdict``), built by :func:`absorb.theory.decide`.
     """
-    if exact_zero_skip(stored_weights(block)[2]) is not None:
+    if exact_zero_skip(block.stored_weights[2]) is not None:
         return {"expect": "zero", "text": "A = 0: the block is residual-free already; expect ≈ 0"}
     how = applicable_theorems(block)
     d, n = block.d, block.n

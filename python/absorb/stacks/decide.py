@@ -25,10 +25,7 @@ import numpy as np
 
 from absorb.blocks import (
     Block,
-    float_view_finite,
-    rational_weights,
     stack_forward,
-    stored_weights,
 )
 from absorb.errors import AbsorbError
 from absorb.stacks.arrangement import arrangement_rays
@@ -112,7 +109,7 @@ def _layer_matches(blocks: Sequence[Block]
         detail: dict[str, Any] = {"layer": ell, "d": block.d, "n": block.n, "index_set": info}
         proof: ExactCheck | bool = False
         if match is not None:
-            W_up, W_down, A = stored_weights(block)
+            W_up, W_down, A = block.stored_weights
             S = info.get("S")
             found = (exact_index_set(W_up, W_down, S, A) if isinstance(S, list | tuple)
                      else None)
@@ -146,7 +143,7 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCh
     relu_plain = (blocks[0].activation.degree == 1.0 and blocks[0].activation.odd_part_linear
                   and not any(b.has_biases for b in blocks))
     if small and relu_plain:
-        U0 = rational_weights(blocks[0])[0]
+        U0 = blocks[0].rational_weights[0]
         points = rational_grid(blocks[0].d, rng) + (arrangement_rays(U0) or [])
         cost = exact_check_cost(
             [(b.d, b.n, max(_bits(rational_weights(b)[:2]), _bits(list(m.weights.values()))))
@@ -166,7 +163,7 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCh
                       "absorbing_stack": [_weights_json(m) for m in matches]},
         check=(check_maps(partial(stack_forward, blocks), partial(stack_forward, H),
                           blocks[0].d, rng)
-               if all(float_view_finite(b) for b in blocks)
+               if all(b.float_view_finite for b in blocks)
                else dict(CHECK_NOT_RUN)),
         details=extra)
 
@@ -221,7 +218,7 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
     how = applicable_stack_theorems(blocks)
     if how.path == "impossible":
         assert how.theorem is not None  # an impossibility path names its theorem
-        if not all(float_view_finite(b) for b in blocks):
+        if not all(b.float_view_finite for b in blocks):
             # the limit witness evaluates the stack in floating point: no witness, no verdict
             return Undetermined(subject=subject, reason=float_witness_missing(how.theorem),
                                 unmet_hypotheses=tuple(how.unmet))
