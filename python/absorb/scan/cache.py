@@ -35,7 +35,7 @@ import numpy as np
 
 from absorb import __version__
 from absorb.atomic_files import write_atomic
-from absorb.blocks import Block, stored_weights
+from absorb.blocks import Block
 from absorb.certificates import DualCertificate, check_dual, check_index_set
 from absorb.errors import AbsorbError
 from absorb.rationals import RationalMatrix
@@ -155,16 +155,16 @@ def _rounding_confirmed(verdict: Mapping[str, Any], block: Block, S: list[int],
                         tol: float | None) -> bool:
     """An absorbable_up_to_rounding verdict's repair, recomputed for its S: within rounding,
     the same change in the same unit roundoffs (and S does not hold exactly)."""
-    from absorb.certificates.rounding import UNIT_ROUNDOFF, repair
+    from absorb.certificates.rounding import repair
     from absorb.theory.index_sets import storage
 
     store = storage(block, tol)
-    if store.dtype not in UNIT_ROUNDOFF:
+    if store.unit_roundoff == 0.0:
         return False
     rep = repair(block.W_up, block.W_down, block.skip_matrix(), S, store.dtype, u=store.tol)
     return bool(rep.within_rounding and plain(rep.to_json()) == verdict.get("rounding")
                 and verdict.get("distance_in_unit_roundoffs")
-                == rep.relative_change / UNIT_ROUNDOFF[store.dtype])
+                == rep.relative_change / store.unit_roundoff)
 
 
 def confirmed(verdict: Mapping[str, Any], block: Block, tol: float | None) -> bool:
@@ -182,7 +182,7 @@ def confirmed(verdict: Mapping[str, Any], block: Block, tol: float | None) -> bo
         return False
     if not (isinstance(verdict.get("reason"), str) and isinstance(verdict.get("lean"), list)):
         return False
-    W_up, W_down, A = stored_weights(block)
+    W_up, W_down, A = block.stored_weights
     try:
         kind = verdict.get("verdict")
         if kind in (Absorbed.kind, AbsorbableUpToRounding.kind):

@@ -146,7 +146,7 @@ def _absorbed(blocks: Sequence[Block], matches: list[LayerMatch], proof: ExactCh
         U0 = blocks[0].rational_weights[0]
         points = rational_grid(blocks[0].d, rng) + (arrangement_rays(U0) or [])
         cost = exact_check_cost(
-            [(b.d, b.n, max(_bits(rational_weights(b)[:2]), _bits(list(m.weights.values()))))
+            [(b.d, b.n, max(_bits(b.rational_weights[:2]), _bits(list(m.weights.values()))))
              for b, m in zip(blocks, matches, strict=True)], len(points))
         extra["exact_check"] = (
             {"points": len(points), "equal": exact_agreement(list(blocks), matches, points)}
