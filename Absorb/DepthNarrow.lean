@@ -391,8 +391,9 @@ theorem mulVec_apply_eq_zero_of_active {P : Matrix (Fin n) (Fin d) ℝ} {x₀ v 
   exact h
 
 /-- **Moving along `v` changes nothing on the cone.** If `|(P v)_i| ≤ t |(P x₀)_i|` (`t > 0`) and
-`(P v)_i = 0` whenever unit `i` is active at `x₀`, then `ReLU((P (t x₀ + v))_i) = ReLU((P (t x₀))_i)`:
-an inactive unit stays inactive (`Absorb.relu_add_of_abs_le`), an active one does not move. -/
+`(P v)_i = 0` whenever unit `i` is active at `x₀`, then
+`ReLU((P (t x₀ + v))_i) = ReLU((P (t x₀))_i)`: an inactive unit stays inactive
+(`Absorb.relu_add_of_abs_le`), an active one does not move. -/
 theorem relu_mulVec_smul_add_eq {P : Matrix (Fin n) (Fin d) ℝ} {x₀ v : Fin d → ℝ} {t : ℝ}
     (ht : 0 < t) (i : Fin n) (hb : |(P *ᵥ v) i| ≤ t * |(P *ᵥ x₀) i|)
     (hact : 0 < (P *ᵥ x₀) i → (P *ᵥ v) i = 0) :
