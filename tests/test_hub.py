@@ -70,7 +70,13 @@ def test_a_missing_model_offline_is_one_line_exit_2(hub: Path, cli: Any) -> None
         res: CliResult = cli("inspect", ref)
         assert res.code == 2, res.err
         assert res.err.startswith(f"error: {ref}: no such local path") and \
-            res.err.count("\n") == 1 and "offline" in res.err
+            res.err.count("\n") == 1
+        # what to do, in this tool's terms: not the library's `local_files_only=False`
+        repo, _, revision = ref.partition("@")
+        assert "HF_HUB_OFFLINE is set, so nothing is downloaded" in res.err
+        assert f"`absorb inspect {ref}` without HF_HUB_OFFLINE" in res.err
+        assert f"`hf download {repo}{' --revision ' + revision if revision else ''}`" in res.err
+        assert "local_files_only" not in res.err and "local folder" in res.err
 
 
 def test_without_huggingface_hub_an_id_is_exit_3(hub: Path, cli: Any,
