@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -200,3 +201,51 @@ def test_the_search_defaults_in_its_help_are_the_codes() -> None:
     assert (f"(default: {per_unit} per unit, {low} to {high}, for lm; "
             f"{default_samples(block, 3, 'adam')} for adam; {STACK_SAMPLES} for a stack)"
             ) in _option_help(sub, "--samples")
+
+
+# --------------------------------------------------------------------------- search's control
+
+
+def test_a_failed_positive_control_is_loud_at_any_budget(cli: Cli) -> None:
+    """One restart of two LM steps do not fit the planted control: the text, the JSON and the
+    exit code say so (the numbers are then no evidence either way)."""
+    small = ("search", "--activation", "gelu", "--d", "4", "--n", "16", "--restarts", "1",
+             "--steps", "2")
+    text = cli(*small)
+    assert text.code == 4
+    assert "POSITIVE CONTROL FAILED" in text.out and "summary: POSITIVE CONTROL FAILED" in text.out
+    assert text.err.splitlines()[-1].startswith("error: POSITIVE CONTROL FAILED")
+    res = cli(*small, "--json")
+    ctrl = res.json()["control"]
+    assert res.code == 4 and isinstance(ctrl, dict)
+    assert ctrl["recovered"] is False and ctrl["max_relative_error"] > ctrl["found_tol"]
+    assert str(ctrl["failure"]).startswith("POSITIVE CONTROL FAILED")
+    assert res.err.splitlines()[-1] == f"error: {ctrl['failure']}"
+
+
+def test_a_recovered_control_is_said_to_be_recovered(cli: Cli) -> None:
+    res = cli("search", "--activation", "relu", "--d", "2", "--n", "3", "--restarts", "1",
+              "--steps", "20", "--samples", "64", "--json")
+    ctrl = res.json()["control"]
+    assert res.code == 0 and isinstance(ctrl, dict)
+    assert ctrl["recovered"] is True and ctrl["max_relative_error"] <= ctrl["found_tol"]
+    assert ctrl["failure"] is None and "POSITIVE CONTROL" not in str(res.json()["summary"])
+
+
+# --------------------------------------------------------------------------- proof texts
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_a_proof_without_a_certificate_says_why(seed: int, cli: Cli, write_json: Any) -> None:
+    """Integer weights with r² = 0 and no index set: the exact search decides, and the proof
+    says why no dual certificate stands beside it (it once ended "no dual certificate: ")."""
+    rng = np.random.default_rng(seed)
+    path = write_json({"W_up": rng.integers(-4, 5, (6, 2)).tolist(),
+                       "W_down": rng.integers(-4, 5, (2, 6)).tolist()})
+    res = cli("check", "--activation", "relu", "--weights", str(path), "--no-search", "--json")
+    cert = res.json()["certificate"]
+    assert res.code == 0 and res.json()["verdict"] == "not_absorbed" and isinstance(cert, dict)
+    proof = str(cert["proof"])
+    assert "no dual certificate (" in proof and not re.search(r":\s*($|[;),])", proof), proof
+    text = cli("check", "--activation", "relu", "--weights", str(path), "--no-search")
+    assert not re.search(r":\s*$", text.out, flags=re.MULTILINE), text.out

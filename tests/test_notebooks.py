@@ -77,6 +77,8 @@ def test_course_commands_name_what_the_install_provides() -> None:
         provided = " ".join(p for extra in installs for p in extras[extra])
         if "jupyter execute" in text:
             assert "nbclient" in provided, doc
+        if "jupyter nbconvert" in text:
+            assert "nbconvert>=" in provided, doc
         if "jupyter notebook" in text:
             assert "notebook>=" in provided, doc
         for nb in re.findall(r"notebooks/[a-z0-9_]+\.ipynb", text):
