@@ -1,6 +1,6 @@
-"""The cross-validation report: complete, deterministic, safe with its output folder, honest
-about what was compiled and what crashed, and rendered by a real browser where one is
-installed."""
+"""The cross-validation report: run as the quick start runs it, on the core install alone;
+complete, deterministic, safe with its output folder, honest about what was compiled and what
+crashed, and rendered by a real browser where one is installed."""
 
 from __future__ import annotations
 
