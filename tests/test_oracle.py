@@ -424,7 +424,8 @@ def run_cli(case: Case, style: int, extra: Sequence[str] = ()) -> tuple[int, dic
         path = write_case(case, Path(tmp), style)
         if case.container == "safetensors":
             argv = ["inspect", str(path), "--up", "l.{i}.up.weight", "--down",
-                    "l.{i}.down.weight", "--activation", case.activation, "--json"]
+                    "l.{i}.down.weight", "--activation", case.activation, "--json",
+                    "--keep-witness"]
             if case.W_gate is not None:
                 argv += ["--gate", "l.{i}.gate.weight"]
         else:

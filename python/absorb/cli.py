@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
+from absorb.atomic_files import terminate_as_interrupt
 from absorb.budget import memory_cap
 from absorb.commands import COMMANDS
 from absorb.commands.result import Outcome
@@ -119,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     # before parsing succeeds, --json anywhere on the line is what the user asked for
     wants_json = not {"--json", "--jsonl"}.isdisjoint(sys.argv[1:] if argv is None else argv)
+    terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does (exit 130, no temporaries)
     try:
         args = build_parser().parse_args(argv)
         wants_json = bool(args.json)

@@ -35,8 +35,7 @@ from absorb.rationals import RationalMatrix, rational_text
 from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict
 from absorb.weights import CHECKER_ACTIVATIONS
 
-__all__ = ["FORMAT", "checker_document", "ensure_writable", "export_document",
-           "write_new_file"]
+__all__ = ["FORMAT", "checker_document", "export_document", "write_new_file"]
 
 FORMAT = "absorb-check/2"
 
@@ -76,18 +75,6 @@ def checker_document(W_up: Any, W_down: Any, A: Any = None, *, activation: str =
     else:
         doc["Y"] = [[rational_text(Fraction(v)) for v in row] for row in Y]
     return doc
-
-
-def ensure_writable(path: str | Path, force: bool) -> Path:
-    """Refuse (before any work) a target that exists (unless ``force``) or cannot be created."""
-    target = Path(path)
-    if target.is_dir():
-        raise AbsorbError(f"{target}: is a directory, not a file")
-    if target.exists() and not force:
-        raise AbsorbError(f"{target}: exists; pass --force to overwrite it")
-    if not target.parent.is_dir():
-        raise AbsorbError(f"{target.parent}: no such directory")
-    return target
 
 
 def write_new_file(path: Path, doc: dict[str, object]) -> None:

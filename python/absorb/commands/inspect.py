@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from absorb.atomic_files import distinct_outputs, ensure_writable_folder
 from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
 from absorb.commands.options import layer_pattern, positive, seed_type, tol_type
 from absorb.serialize import write_json
@@ -67,6 +68,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="per-layer result cache, keyed by tensor content, options and version "
                         "(default: DIR/cache with --out, else none)")
+    p.add_argument("--keep-witness", action="store_true",
+                   help="keep each layer's certificate matrix Y (d x d exact rationals, up to "
+                        "about 40 bytes each: 23 MiB at d = 768) in --json/--jsonl/--out, size "
+                        "predicted first (default: each layer's digest and the certificate's "
+                        "summary, with Y's SHA-256)")
     p.add_argument("--jsonl", action=_JsonLines, nargs=0,
                    help="JSON lines on stdout: one per layer as it is decided, then the rest "
                         "of the --json object")
@@ -82,9 +88,12 @@ def run(args: argparse.Namespace) -> Inspection:
     from absorb.scan.inspect import Inspection, inspect_checkpoint
     from absorb.scan.summary import check_out, prepare_out, write_outputs
 
+    distinct_outputs({"--out": args.out, "--cache-dir": args.cache_dir})
     out = None if args.out is None else check_out(args.out)
     cache = args.cache_dir if args.cache_dir is not None else (
         None if out is None else out / "cache")
+    if args.cache_dir is not None:
+        ensure_writable_folder(args.cache_dir)
 
     def stream(row: dict[str, object]) -> None:
         write_json(row, sys.stdout)
@@ -93,7 +102,7 @@ def run(args: argparse.Namespace) -> Inspection:
     res = inspect_checkpoint(
         args.checkpoint, arch=args.arch, up=args.up, down=args.down, gate=args.gate,
         activation=args.activation, search=args.search, tol=args.tol, seed=args.seed,
-        progress=True, keep_certificates=out is not None or (args.json and not args.jsonl),
+        progress=True, keep_certificates=args.keep_witness, witness_room=out,
         workers=args.workers, scheduler=args.scheduler, cache_dir=cache, device=args.device,
         on_layer=stream if args.jsonl else None,
         prepare=None if out is None or args.cache_dir is not None else

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from absorb.atomic_files import interrupts_deferred, write_atomic
+from absorb.atomic_files import ensure_writable_folder, interrupts_deferred, write_atomic
 from absorb.errors import AbsorbError
 from absorb.html_style import CSS
 from absorb.verdicts import (
@@ -43,11 +43,13 @@ LOG_SPAN = 10.0
 
 
 def check_out(folder: str | Path) -> Path:
-    """``folder`` when a scan may write there (AbsorbError when it holds something else);
-    nothing is written yet."""
-    out = Path(folder)
-    if out.exists() and not out.is_dir():
-        raise AbsorbError(f"--out {out}: not a folder")
+    """``folder`` when a scan may write there (AbsorbError when it cannot be written or holds
+    something else: :func:`~absorb.atomic_files.ensure_writable_folder`); nothing is written
+    yet."""
+    try:
+        out = ensure_writable_folder(folder)
+    except AbsorbError as exc:
+        raise AbsorbError(f"--out {exc}") from None
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
         raise AbsorbError(f"--out {out}: the folder holds other files and no earlier scan "
                           f"({MARKER}); choose a new or empty folder (nothing was written)")

@@ -148,32 +148,45 @@ def necessary_hypotheses(block: Block) -> list[str]:
     return unmet
 
 
-def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[float | None, str]:
-    """A proven lower bound on min_S ‖W_down[:,S] W_up[S,:] + A‖_F / ‖A‖_F, and its source.
+_SAFE = 1.0 - 16.0 * 2.0**-53
 
-    From a dual certificate Y (margin m, exact or a proven lower bound): every S has
-    |⟨E_S, Y⟩| ≥ m, so ‖E_S‖_F ≥ m/‖Y‖_F (Cauchy–Schwarz). Else from the exact relaxation:
-    ‖E_S‖_F ≥ r = min over every real s. The float relaxation's r² is measured at a computed
-    minimizer — an upper bound of its minimum, not a lower bound over S — and gives none.
-    Floats are rounded toward the safe side (the quotient by at most 16 unit roundoffs).
-    """
-    safe = 1.0 - 16.0 * 2.0**-53
+
+def dual_distance(dual: certificates.DualCertificate, A: Any,
+                  d: int) -> tuple[float | None, str]:
+    """The proven lower bound on min_S ‖W_down[:,S] W_up[S,:] + A‖_F / ‖A‖_F that a dual
+    certificate Y (margin m, exact or a proven lower bound) gives, and its source: every S
+    has |⟨E_S, Y⟩| ≥ m, so ‖E_S‖_F ≥ m/‖Y‖_F (Cauchy–Schwarz); rounded toward the safe side
+    (the quotient by at most 16 unit roundoffs)."""
     a2 = _frobenius_squared_above(A, d)
     if a2 == 0:
         return None, "A = 0"
     try:
-        if result.dual is not None:
-            m = result.dual.check.margin
-            # ‖Y‖_F² bounded above without squaring in float: a tiny exact Y (entries near
-            # 2⁻¹¹⁰⁰) would underflow to a zero divisor, a huge one overflow.
-            y2 = _frobenius_squared_above(result.dual.Y, d)
-            if y2 == 0:  # Y = 0 has margin 0: no certificate, no bound
-                return None, "zero dual certificate"
-            q = Fraction(m) ** 2 / (y2 * a2)
-            return (math.sqrt(float(q)) * safe,
-                    "dual certificate: margin / (|Y|_F |A|_F)")
+        # ‖Y‖_F² bounded above without squaring in float: a tiny exact Y (entries near
+        # 2⁻¹¹⁰⁰) would underflow to a zero divisor, a huge one overflow.
+        y2 = _frobenius_squared_above(dual.Y, d)
+        if y2 == 0:  # Y = 0 has margin 0: no certificate, no bound
+            return None, "zero dual certificate"
+        q = Fraction(dual.check.margin) ** 2 / (y2 * a2)
+        return math.sqrt(float(q)) * _SAFE, "dual certificate: margin / (|Y|_F |A|_F)"
+    except (OverflowError, ValueError):  # beyond float range: no bound is stated
+        return None, "beyond float range"
+
+
+def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[float | None, str]:
+    """A proven lower bound on min_S ‖W_down[:,S] W_up[S,:] + A‖_F / ‖A‖_F, and its source.
+
+    From a dual certificate (:func:`dual_distance`). Else from the exact relaxation:
+    ‖E_S‖_F ≥ r = min over every real s. The float relaxation's r² is measured at a computed
+    minimizer — an upper bound of its minimum, not a lower bound over S — and gives none.
+    """
+    if result.dual is not None:
+        return dual_distance(result.dual, A, d)
+    a2 = _frobenius_squared_above(A, d)
+    if a2 == 0:
+        return None, "A = 0"
+    try:
         if result.relaxation.residual_exact is not None:
-            return (math.sqrt(float(result.relaxation.residual_exact / a2)) * safe,
+            return (math.sqrt(float(result.relaxation.residual_exact / a2)) * _SAFE,
                     "exact relaxation: r / |A|_F")
     except (OverflowError, ValueError):  # beyond float range: no bound is stated
         return None, "beyond float range"
