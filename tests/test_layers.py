@@ -23,7 +23,7 @@ PACKAGE = REPO / "python" / "absorb"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("absorb", "errors", "numbers", "exact", "formats", "activations", "blocks",
               "budget", "atomic_files", "rationals", "marquardt", "weights", "manifest",
-              "lean_project", "serialize")),
+              "lean_project", "serialize", "html_style")),
     ("certificates and fits", ("certificates", "fits", "stacks.fit", "lean")),
     ("verdicts", ("verdicts", "theory")),
     ("checkpoints, stacks, scan", ("checkpoints", "stacks", "scan")),

@@ -92,10 +92,16 @@ def resolve_checkpoint(text: str) -> Path:
         folder = snapshot_download(repo, revision=revision, cache_dir=cache,
                                    local_files_only=offline(), allow_patterns=ALLOW_PATTERNS)
     except (HfHubHTTPError, HFValidationError, OSError, ValueError) as exc:
-        # the library's messages run over several lines; the first says what happened
+        # the library's messages run over several lines and speak of its own arguments
+        # (local_files_only): what happened, then what to do, in this tool's terms
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        where = "offline (HF_HUB_OFFLINE)" if offline() else "from the Hub"
+        why, fix = (("HF_HUB_OFFLINE is set, so nothing is downloaded",
+                     f"run `absorb inspect {text}` once without HF_HUB_OFFLINE")
+                    if offline() else (f"it could not be downloaded ({first})",
+                                       "check the model id and the network"))
         raise AbsorbError(f"{text}: no such local path, and model {repo}"
-                          f"{'@' + revision if revision else ''} is not in the Hub cache {cache} "
-                          f"nor available {where}: {first}") from None
+                          f"{'@' + revision if revision else ''} is not in the Hub cache {cache}; "
+                          f"{why}. To fix: {fix}, or download it with `hf download {repo}"
+                          f"{' --revision ' + revision if revision else ''}`, or pass the local "
+                          "folder holding its .safetensors and config.json") from None
     return _confined(Path(str(folder)), cache, repo, text)

@@ -23,8 +23,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     add_root_option(p)
     p.add_argument("--lean-sources", metavar="DIR",
                    help="unpacked Mathlib/Batteries sources at the pinned revisions (folders "
-                        "mathlib4/ and batteries/; default $ABSORB_LEAN_SOURCES): also resolve "
-                        "every import and every constant the proofs name against them")
+                        "mathlib4/ and batteries/): also resolve every import and every "
+                        "constant the proofs name against them (default: $ABSORB_LEAN_SOURCES, "
+                        "else the check is skipped)")
 
 
 def _finding(f: dict[str, Any]) -> str:

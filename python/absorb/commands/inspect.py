@@ -35,16 +35,17 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "or a Hugging Face model id org/name[@revision] read through the Hub cache "
                    "(extra hub: pip install -e \".[hub]\"; a local path of that name wins)")
     p.add_argument("--arch", help="architecture, overriding detection (one of: "
-                   f"{', '.join(ARCHITECTURE_NAMES)})")
+                   f"{', '.join(ARCHITECTURE_NAMES)}) (default: detected)")
     p.add_argument("--up", type=layer_pattern,
                    help="up-projection key pattern, {i} = layer (instead of detection; "
-                   "nn.Linear layout)")
+                   "nn.Linear layout) (default: detected)")
     p.add_argument("--down", type=layer_pattern,
-                   help="down-projection key pattern, {i} = layer")
+                   help="down-projection key pattern, {i} = layer (default: detected)")
     p.add_argument("--gate", type=layer_pattern,
-                   help="gate key pattern, {i} = layer (gated activations)")
+                   help="gate key pattern, {i} = layer (gated activations) (default: "
+                   "detected)")
     p.add_argument("--activation", help="a catalog name; needed with --up/--down, else it "
-                   "overrides the detected activation")
+                   "overrides the detected activation (default: detected)")
     p.add_argument("--tol", type=tol_type, default=None,
                    help="relative precision of the stored weights for 'absorbable up to "
                         "rounding', at most 1e-2; never makes a layer absorbed (default: "

@@ -31,7 +31,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "by tactic")
     p.add_argument("--dojo-out", type=Path, metavar="DIR",
                    help="with --backend dojo: write each theorem's tactic-by-tactic goal "
-                   "states to DIR/<id>.json")
+                   "states to DIR/<id>.json (default: not written)")
 
 
 def run(args: argparse.Namespace) -> Result:

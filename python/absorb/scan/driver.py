@@ -156,9 +156,13 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
                 done_measured += outcome.seconds
                 ratio = done_measured / done_predicted if done_predicted > 0 else 1.0
                 left = scan_plan.wall_seconds * max(left_flops, 0.0) / todo * ratio
+                # the layer's name and its count change together, then one forced redraw:
+                # update() alone may skip its redraw (tqdm's minimum interval), which left the
+                # bar showing a layer's name beside the count from before it
                 bar.set_postfix_str(f"{specs[i].label} {outcome.verdict.get('verdict')}; "
-                                    f"about {human_seconds(left)} left")
+                                    f"about {human_seconds(left)} left", refresh=False)
                 bar.update()
+                bar.refresh()
         finally:
             bar.close()
     done = [r for r in rows if r is not None]

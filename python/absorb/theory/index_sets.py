@@ -469,8 +469,11 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
             return undetermined("the floating-point search found no index set, but no dual "
                                 "certificate was found and the exact search did not confirm "
                                 "it within its budget", cert)
+        # why there is no certificate beside the search: the search's notes say, else it
+        # decided before any certificate was tried
+        why = "; ".join(result.notes) or "not sought: the exact search decided first"
         proof_text = ("exhaustive search in exact rational arithmetic on the stored weights "
-                      f"({confirm.method}); no dual certificate: " + "; ".join(result.notes))
+                      f"({confirm.method}: {confirm.detail}); no dual certificate ({why})")
         cert["exact_search"] = confirm.to_json()
         full = chain
     cert["proof"] = proof_text
