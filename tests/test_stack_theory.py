@@ -756,3 +756,12 @@ def test_generic_injective_residual_stacks_exceed_the_ray_bound(depth: int) -> N
             counts.append(len(kink_rays(stack)))
     print(f"R of depth {depth}: kink rays {counts} (H's bound {4 * depth})")
     assert min(counts) > 4 * depth
+
+
+def test_pattern_read_on_a_hyperplane_is_not_a_realized_pattern() -> None:
+    """Definition 12a.1(b)'s warning: rows ±e_1, ±e_2; every open cell has det J = 1 and the
+    block is injective, yet the pattern read at (0, 1) (active iff > 0) has det 0."""
+    block = (mat([[1, 0], [0, 1], [-1, 0], [0, -1]]), mat([[0, 1, 0, 0], [-1, -1, 1, 0]]), True)
+    assert {det(j) for _, _, j in cell_matrices(block)} == {1}
+    assert injective(block)
+    assert det(pattern_matrix(block, [z > 0 for z in matvec(block[0], [Q(0), Q(1)])])) == 0
