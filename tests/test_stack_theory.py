@@ -265,6 +265,8 @@ def test_positive_control_equals_its_residual_free_stack(name: str) -> None:
     r, h = load_residual(name), load_absorber(name)
     assert [len(b[0]) for b in r] == [len(b[0]) for b in h]  # the same widths
     assert equal_on_plane(r, h)
+    grid = [Q(i, 3) for i in range(-6, 7)]
+    assert all(apply_stack(r, [a, b]) == apply_stack(h, [a, b]) for a in grid for b in grid)
     spoiled = [(u, [row[:] for row in w], s) for u, w, s in h]
     spoiled[-1][1][0][0] += Q(1, 1024)
     assert not equal_on_plane(r, spoiled)  # the check can fail
