@@ -768,3 +768,53 @@ def test_pattern_read_on_a_hyperplane_is_not_a_realized_pattern() -> None:
     assert {det(j) for _, _, j in cell_matrices(block)} == {1}
     assert injective(block)
     assert det(pattern_matrix(block, [z > 0 for z in matvec(block[0], [Q(0), Q(1)])])) == 0
+
+
+# ---------------------------------------------------------------- (D′) at d = 2, exhaustively
+
+def kink_columns(stack: Sequence[Block]) -> list[tuple[Ray, Ray]]:
+    """(support line, column direction) of every kink ray, the column read from the two adjacent
+    sector Jacobians (Lemma 12a.8(b)), both up to sign."""
+    rays = candidate_rays(stack)
+    jac = [sector_matrix(stack, mid) for _, _, mid in sectors(rays)]
+    out = []
+    for k, r in enumerate(rays):
+        if jac[k - 1] == jac[k]:
+            continue
+        nu = [-r[1], r[0]]  # νᵀx > 0 on the counterclockwise side, the sector after r
+        c = jump(jac[k - 1], jac[k], nu)
+        line = max(r, ray([-r[0], -r[1]]))
+        out.append((line, max(ray(c), ray([-c[0], -c[1]]))))
+    return out
+
+
+def d_prime_holds(stack: Sequence[Block], m: int) -> bool:
+    """(D′) at d = 2: for every set S of at most two support lines (distinct lines are
+    independent), more than m column directions on pieces whose support is not in S."""
+    pieces = kink_columns(stack)
+    lines = sorted({line for line, _ in pieces})
+    choices = [set(s) for r in range(3) for s in combinations(lines, r)]
+    return all(len({c for line, c in pieces if line not in s}) > m for s in choices)
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_d_prime_fails_on_every_absorbed_control(name: str) -> None:
+    """Theorem A's contrapositive on the controls: each equals an H of first width 4 and second
+    width 4, so (D′) with m = 4 must fail (for the folded ones (I) holds, so it is (D′) that
+    fails)."""
+    assert not d_prime_holds(load_residual(name), 4)
+
+
+def test_d_prime_holds_for_most_random_stacks_with_condition_i() -> None:
+    """The exhaustive (D′) is not vacuous: random d = 2 width-4 stacks with (I) mostly satisfy it
+    (Theorem A then decides them)."""
+    rng = random.Random(8)
+    held = tried = 0
+    while tried < 12:
+        stack = [random_block(rng, 2, 4), random_block(rng, 2, 4)]
+        if any(0 in realized_dets(stack, depth) for depth in range(2)):
+            continue
+        tried += 1
+        held += d_prime_holds(stack, 4)
+    print(f"(D') with m = 4 held for {held}/{tried} random stacks with (I)")
+    assert held > tried // 2
