@@ -1,0 +1,163 @@
+"""The verdicts of ``depth_injective``, ``depth_two_kinks`` and ``depth_kink_rays`` on a stack.
+
+Verdict logic (docs/THEORY.md, "Verdict logic for stacks"); the question is the subject's —
+a residual-free ReLU stack H of the same depth and widths as R:
+
+* every block injective and some width n_l < 2d ⇒ ``not_absorbed`` (depth_injective);
+* depth 2, n₁ = 2d, (I) and (D′) with m = n₂ ⇒ ``not_absorbed`` (depth_two_kinks);
+* d = 2, every block injective, every width 2d and more than 2·L·d kink rays ⇒
+  ``not_absorbed`` (depth_kink_rays, through depth_injective);
+* otherwise ``undetermined``, naming the regime: a non-invertible block ((I) fails), a
+  non-injective block, k open regions of U₂ met by R₁'s image when (D′) fails (k = 1:
+  single-sector folded), widths the theorems do not cover.
+
+Every ``not_absorbed`` carries the document :func:`absorb.stacks.kinks.certificate`, which
+:mod:`absorb.stacks.recheck` re-checks from the weights alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from absorb.blocks import Block
+from absorb.stacks.injective import Injectivity, block_injectivity
+from absorb.stacks.kinks import (
+    MAX_SECTORS,
+    Plane,
+    analyse,
+    certificate,
+    predicted_sectors,
+    ray_count_bound,
+)
+from absorb.stacks.plane import layers_of
+
+
+def applies(blocks: Sequence[Block]) -> str | None:
+    """Why the kink theorems do not apply (None: they do): ReLU, no biases, identity skips."""
+    act = blocks[0].activation
+    if not (act.degree == 1.0 and act.odd_part_linear):
+        return f"the kink theorems are proved for ReLU (got {act.name})"
+    if any(b.has_biases for b in blocks):
+        return "the kink theorems are proved for bias-free stacks"
+    if any(b.A_skip is not None for b in blocks):
+        return "the kink theorems are proved for identity skips"
+    return None
+
+
+@dataclass
+class KinkOutcome:
+    """What the kink theorems decided: ``theorem`` and its ``certificate`` when R ≠ H is
+    proved, else the ``unmet`` hypotheses and the ``regime``; ``details`` for the verdict."""
+
+    theorem: str | None = None
+    chain: tuple[str, ...] = ()
+    reason: str = ""
+    certificate: dict[str, Any] = field(default_factory=dict)
+    unmet: list[str] = field(default_factory=list)
+    regime: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _regime(plane: Plane | None, inj: Sequence[Injectivity]) -> str:
+    if plane is not None and not all(r.holds for r in plane.realized):
+        return "non-invertible block"
+    if any(i.injective is False for i in inj):
+        return "non-injective block"
+    return "injective blocks" if all(i.injective for i in inj) else "injectivity unknown"
+
+
+def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
+    """The verdict logic of the module docstring (callers check :func:`applies` first)."""
+    d, L = blocks[0].d, len(blocks)
+    widths = [b.n for b in blocks]
+    inj = [block_injectivity(b, ell) for ell, b in enumerate(blocks)]
+    all_inj = all(i.injective for i in inj)
+    out = KinkOutcome(details={"injectivity": [i.to_json() for i in inj]})
+    inj_json = [i.to_json() for i in inj]
+    narrow = [ell for ell, n in enumerate(widths) if n < 2 * d]
+    if all_inj and narrow:
+        out.theorem, out.chain = "depth_injective", ("depth_injective",)
+        out.reason = (f"every block is injective and layer {narrow[0]} has width "
+                      f"{widths[narrow[0]]} < 2d = {2 * d}: no residual-free ReLU stack with a "
+                      "hidden width below 2d equals R")
+        out.certificate = {"proof": "every block proved injective (" + "; ".join(
+            f"layer {i.layer}: {i.method}" for i in inj) + ")", "injectivity": inj_json,
+            "against": "residual-free ReLU stacks of any depth with some hidden width < 2d"}
+        return out
+    if d != 2:
+        out.unmet.append("d = 2 (the exact kink enumeration is implemented for d = 2)")
+        out.regime = _regime(None, inj)
+        return out
+    predicted = predicted_sectors(widths)
+    out.details["predicted_sectors"] = predicted
+    if predicted > MAX_SECTORS:
+        out.unmet.append(f"the exact enumeration: up to {predicted} sectors predicted, above "
+                         f"the budget {MAX_SECTORS}")
+        out.regime = _regime(None, inj)
+        return out
+    layers = layers_of(blocks)
+    plane = analyse(layers)
+    out.details.update(kink_rays=len(plane.kinks), kink_lines=plane.kink_lines,
+                       d_prime=plane.dprime.to_json(), regions_met=plane.regions_met,
+                       realized=[r.to_json() for r in plane.realized])
+    holds_I = all(r.holds for r in plane.realized)
+    if L == 2 and widths[0] == 2 * d and holds_I and plane.dprime.holds(widths[1]):
+        against = (f"residual-free ReLU stacks of depth 2 with first hidden width exactly "
+                   f"2d = {2 * d} and second width m = {widths[1]}")
+        out.theorem, out.chain = "depth_two_kinks", ("depth_two_kinks",)
+        out.reason = (f"(I) holds and (D′): every set S of at most d supports leaves at least "
+                      f"{plane.dprime.count} > m = {widths[1]} column directions of R's kink "
+                      f"rays outside S; R equals none of the {against}")
+        out.certificate = _with_proof(certificate(
+            layers, plane, theorem="depth_two_kinks", against=against, m=widths[1],
+            injectivity=inj_json), "(I) by exact determinants on every realized pattern; "
+            f"{len(plane.kinks)} kink rays with columns from adjacent Jacobians; (D′) as an "
+            "exhaustive minimum over S")
+        return out
+    bound = ray_count_bound(L, d)
+    if all_inj and all(n == 2 * d for n in widths) and len(plane.kinks) > bound:
+        against = f"residual-free ReLU stacks of depth {L} with every hidden width 2d = {2 * d}"
+        out.theorem, out.chain = "depth_kink_rays", ("depth_kink_rays", "depth_injective")
+        out.reason = (f"every block is injective and R has {len(plane.kinks)} kink rays, more "
+                      f"than 2·L·d = {bound}; R equals none of the {against}")
+        out.certificate = _with_proof(certificate(
+            layers, plane, theorem="depth_kink_rays", against=against, m=None,
+            injectivity=inj_json), f"every block injective; {len(plane.kinks)} > {bound} kink "
+            "rays, each with its jump read from the adjacent Jacobians")
+        return out
+    out.unmet.extend(_unmet(plane, inj, widths, d, L, holds_I))
+    out.regime = _regime(plane, inj)
+    if holds_I and L == 2 and not plane.dprime.holds(widths[1]):
+        k = plane.regions_met
+        out.regime = ("single-sector folded (k = 1)" if k == 1
+                      else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
+    return out
+
+
+def _unmet(plane: Plane, inj: Sequence[Injectivity], widths: Sequence[int], d: int, L: int,
+           holds_I: bool) -> list[str]:
+    unmet = []
+    if not holds_I:
+        bad = [r.layer for r in plane.realized if not r.holds]
+        unmet.append(f"(I): det(I + W D U) ≠ 0 on every realized pattern (fails for layers {bad})")
+    if L == 2 and widths[0] != 2 * d:
+        unmet.append(f"depth_two_kinks needs first width exactly 2d = {2 * d} (got {widths[0]})")
+    elif L == 2 and holds_I:
+        unmet.append(f"(D′): at least {widths[1] + 1} column directions outside every S "
+                     f"(the minimum is {plane.dprime.count})")
+    if L != 2 or not holds_I or not plane.dprime.holds(widths[1]):
+        if not all(i.injective for i in inj):
+            unmet.append("every block injective (not proved for layers "
+                         f"{[i.layer for i in inj if not i.injective]})")
+        elif any(n != 2 * d for n in widths):
+            unmet.append(f"depth_kink_rays needs every width 2d = {2 * d} (got {list(widths)})")
+        else:
+            unmet.append(f"more than 2·L·d = {ray_count_bound(L, d)} kink rays (R has "
+                         f"{len(plane.kinks)})")
+    return unmet
+
+
+def _with_proof(doc: dict[str, Any], proof: str) -> dict[str, Any]:
+    return {"proof": proof, **doc}

@@ -1,0 +1,216 @@
+"""Re-check a stack's kink certificate (``absorb stack --recheck``) from the weights alone.
+
+Shares no code with the producers (:mod:`.plane`, :mod:`.kinks`, :mod:`.injective`): it reads
+the certificate's ray list and verifies, in exact rational arithmetic on the stored weights,
+
+1. the rays go once around the origin counter-clockwise, each step turning by less than π:
+   every cross(r_i, r_{i+1}) > 0 and the quadrant index q ∈ {0, 1, 2, 3} (angle in
+   [qπ/2, (q+1)π/2)) advances by 4 in total — a turn θ ∈ (0, π) from angle α advances it by
+   ⌊(α + θ)/(π/2)⌋ − ⌊α/(π/2)⌋, so the advances sum to (total angle)/(π/2);
+2. R is linear on every sector (a, b): for every block l and unit u, u·R_{<l}(a) and
+   u·R_{<l}(b) are not of strictly opposite signs. By induction on l, R_{<l} is linear on the
+   sector, so u·R_{<l} is linear in the sector's coordinates (α, β) ≥ 0 and keeps one sign (or
+   vanishes) inside; block l's pattern is constant there and R_{<l+1} is linear too;
+3. the kink rays and their columns: the Jacobian on (a, b) solves M [a b] = [R(a) R(b)];
+   the certificate's list must be exactly the rays where M jumps, with the same columns;
+4. ``depth_two_kinks``: (I) — det(I + W_l D U_l) ≠ 0 for the pattern D of every sector where
+   R_{<l} has det ≠ 0 — and (D′): the fewest column directions (up to sign) outside any set of
+   at most two distinct support lines, by trying every such set, exceeds m;
+5. ``depth_kink_rays``: every block injective (each block's own sectors: one det sign, and its
+   image of the circle winds once — the quadrant advance of the images, in the direction the
+   sign gives, is 4) and more than 2·L·d kink rays.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from fractions import Fraction
+from math import gcd
+from typing import Any
+
+import numpy as np
+
+from absorb.blocks import Block, rational_weights
+from absorb.errors import AbsorbError
+from absorb.exact import to_fraction
+
+P = tuple[Fraction, Fraction]
+
+
+def _quadrant(v: Sequence[Fraction]) -> int:
+    x, y = v
+    if x > 0 and y >= 0:
+        return 0
+    if x <= 0 and y > 0:
+        return 1
+    return 2 if x < 0 else 3
+
+
+def _cross(a: Sequence[Fraction], b: Sequence[Fraction]) -> Fraction:
+    return Fraction(a[0]) * b[1] - Fraction(a[1]) * b[0]
+
+
+def _once_around(points: Sequence[Sequence[Fraction]], sign: int = 1) -> bool:
+    """Whether the closed polygon through ``points`` turns (counter-clockwise for sign 1)
+    by less than π at each edge and winds exactly once."""
+    seq = list(points) if sign > 0 else list(points)[::-1]
+    pairs = list(zip(seq, seq[1:] + seq[:1], strict=True))
+    if not all(_cross(a, b) > 0 for a, b in pairs):
+        return False
+    return sum((_quadrant(b) - _quadrant(a)) % 4 for a, b in pairs) == 4
+
+
+def _forward(mats: Sequence[tuple[Any, Any]], x: P) -> list[Any]:
+    """[x, R_1 x, …] with R_l(y) = y + W ReLU(U y), over ℚ."""
+    out = [np.array(x, dtype=object)]
+    for U, W in mats:
+        y = out[-1]
+        out.append(y + W @ np.array([max(v, Fraction(0)) for v in U @ y], dtype=object))
+    return out
+
+
+def _solve(a: P, b: P, pa: Any, pb: Any) -> list[list[Fraction]]:
+    """M with M a = pa, M b = pb."""
+    det = _cross(a, b)
+    return [[(pa[i] * b[1] - pb[i] * a[1]) / det, (pb[i] * a[0] - pa[i] * b[0]) / det]
+            for i in range(2)]
+
+
+def _direction(v: Sequence[Fraction]) -> tuple[int, int]:
+    scale = v[0].denominator * v[1].denominator
+    x, y = int(v[0] * scale), int(v[1] * scale)
+    g = gcd(x, y)
+    x, y = x // g, y // g
+    return (x, y) if x > 0 or (x == 0 and y > 0) else (-x, -y)
+
+
+def _fail(why: str) -> dict[str, object]:
+    return {"valid": False, "reason": why}
+
+
+def _stack_sectors(mats: Sequence[tuple[Any, Any]], rays: list[P]) -> list[dict[str, Any]] | str:
+    """Per sector: the prefix Jacobians and patterns (step 2 verified), or why it fails."""
+    images = {r: _forward(mats, r) for r in rays}
+    out = []
+    for a, b in zip(rays, rays[1:] + rays[:1], strict=True):
+        for ell, (U, _) in enumerate(mats):
+            sa, sb = U @ images[a][ell], U @ images[b][ell]
+            if any(x * y < 0 for x, y in zip(sa, sb, strict=True)):
+                return f"block {ell} changes pattern inside the sector {a}..{b}"
+        mid = _forward(mats, (a[0] + b[0], a[1] + b[1]))
+        out.append({"a": a, "b": b,
+                    "jac": [_solve(a, b, images[a][ell], images[b][ell])
+                            for ell in range(len(mats) + 1)],
+                    "active": [[j for j, v in enumerate(U @ mid[ell]) if v > 0]
+                               for ell, (U, _) in enumerate(mats)]})
+    return out
+
+
+def _det(M: Sequence[Sequence[Fraction]]) -> Fraction:
+    return Fraction(M[0][0]) * M[1][1] - Fraction(M[0][1]) * M[1][0]
+
+
+def _block_jac(U: Any, W: Any, active: Sequence[int]) -> Any:
+    return np.eye(2, dtype=int).astype(object) + W[:, list(active)] @ U[list(active), :]
+
+
+def _injective(U: Any, W: Any) -> bool:
+    """Step 5 for one block: its own sectors (axes and the lines of its rows)."""
+    rays = {(Fraction(1), Fraction(0)), (Fraction(0), Fraction(1)),
+            (Fraction(-1), Fraction(0)), (Fraction(0), Fraction(-1))}
+    for u in U:
+        if u[0] != 0 or u[1] != 0:
+            for s in (1, -1):
+                rays.add((Fraction(-s * u[1]), Fraction(s * u[0])))
+    unique = {(r[0] / max(abs(r[0]), abs(r[1])), r[1] / max(abs(r[0]), abs(r[1])))
+              for r in rays}  # one representative per direction
+    order = _ccw(sorted(unique))
+    secs = _stack_sectors([(U, W)], order)
+    if isinstance(secs, str):
+        return False
+    dets = [_det(_block_jac(U, W, s["active"][0])) for s in secs]
+    if any(v == 0 for v in dets) or min(dets) < 0 < max(dets):
+        return False
+    images = [_forward([(U, W)], r)[-1] for r in order]
+    return _once_around(images, 1 if dets[0] > 0 else -1)
+
+
+def _ccw(rays: list[P]) -> list[P]:
+    """The rays in counter-clockwise order (insertion by quadrant, then by cross product)."""
+    out: list[P] = []
+    for r in rays:
+        i = 0
+        while i < len(out) and (_quadrant(out[i]) < _quadrant(r) or (
+                _quadrant(out[i]) == _quadrant(r) and _cross(out[i], r) > 0)):
+            i += 1
+        out.insert(i, r)
+    return out
+
+
+def recheck(blocks: Sequence[Block], doc: Any) -> dict[str, object]:
+    """Steps 1–5 of the module docstring; ``valid`` with the re-computed figures."""
+    if not isinstance(doc, dict) or doc.get("format") != "absorb-stack-kinks/1":
+        raise AbsorbError("not a stack kink certificate (format absorb-stack-kinks/1)")
+    if blocks[0].d != 2 or any(b.has_biases or b.A_skip is not None for b in blocks):
+        return _fail("the certificate speaks of bias-free d = 2 stacks with identity skips")
+    if doc.get("depth") != len(blocks) or doc.get("widths") != [b.n for b in blocks]:
+        return _fail("the certificate's depth or widths differ from the stack's")
+    mats = [rational_weights(b)[:2] for b in blocks]
+    try:
+        rays = [(to_fraction(r[0]), to_fraction(r[1])) for r in doc["rays"]]
+        claimed = {(to_fraction(k["ray"][0]), to_fraction(k["ray"][1])):
+                   tuple(to_fraction(v) for v in k["column"]) for k in doc["kinks"]}
+    except (KeyError, TypeError, IndexError, AbsorbError) as exc:
+        raise AbsorbError(f"malformed stack certificate: {exc}") from None
+    if len(rays) < 3 or not _once_around(rays):
+        return _fail("the rays do not go once around the origin in steps below π")
+    secs = _stack_sectors(mats, rays)
+    if isinstance(secs, str):
+        return _fail(secs)
+    found: dict[P, tuple[Fraction, Fraction]] = {}
+    for before, after in zip(secs[-1:] + secs[:-1], secs, strict=True):
+        r = after["a"]
+        M0, M1 = before["jac"][-1], after["jac"][-1]
+        nu = (-r[1], r[0])
+        norm2 = nu[0] ** 2 + nu[1] ** 2
+        c = tuple(sum((M1[i][k] - M0[i][k]) * nu[k] for k in range(2)) / norm2
+                  for i in range(2))
+        if c != (0, 0):
+            found[r] = (Fraction(c[0]), Fraction(c[1]))
+    if found != claimed:
+        return _fail("the kink rays or their columns differ from the re-computed ones")
+    L = len(blocks)
+    out: dict[str, object] = {"valid": True, "kink_rays": len(found), "sectors": len(secs)}
+    if doc.get("theorem") == "depth_two_kinks":
+        return _recheck_two(mats, secs, found, doc, out)
+    if doc.get("theorem") == "depth_kink_rays":
+        if not all(_injective(U, W) for U, W in mats):
+            return _fail("a block is not injective (winding-number decision)")
+        if len(found) <= 4 * L:
+            return _fail(f"{len(found)} kink rays, not more than 2·L·d = {4 * L}")
+        return out
+    return _fail(f"unknown theorem {doc.get('theorem')!r}")
+
+
+def _recheck_two(mats: Sequence[tuple[Any, Any]], secs: list[dict[str, Any]],
+                 found: dict[P, tuple[Fraction, Fraction]], doc: dict[str, Any],
+                 out: dict[str, object]) -> dict[str, object]:
+    if len(mats) != 2 or mats[0][0].shape[0] != 4:
+        return _fail("depth_two_kinks speaks of depth-2 stacks with first width 2d = 4")
+    for ell, (U, W) in enumerate(mats):
+        for s in secs:
+            if _det(s["jac"][ell]) != 0 and _det(_block_jac(U, W, s["active"][ell])) == 0:
+                return _fail(f"(I) fails: block {ell}, pattern {s['active'][ell]}")
+    pieces = [(_direction((-r[1], r[0])), _direction(c)) for r, c in found.items()]
+    lines = sorted({s for s, _ in pieces})
+    best = min(len({c for s, c in pieces if s not in S})
+               for k in range(3) for S in itertools.combinations(lines, k))
+    m = int(mats[1][0].shape[0])
+    if doc.get("m") != m or best <= m:
+        return _fail(f"(D′) fails: {best} column directions outside some S, m = {m}")
+    claimed = doc.get("d_prime", {}).get("min_directions_outside_S")
+    if claimed != best:
+        return _fail(f"the certificate claims a minimum of {claimed}, re-computed {best}")
+    out["d_prime_min"] = best
+    return out
