@@ -31,6 +31,8 @@ from absorb.stacks.kinks import (
     predicted_sectors,
     ray_count_bound,
 )
+from absorb.stacks.pieces import MAX_POINTS, analyse_depth_two, predicted_points
+from absorb.stacks.pieces import certificate as pieces_certificate
 from absorb.stacks.plane import layers_of
 
 
@@ -87,7 +89,10 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
             "against": "residual-free ReLU stacks of any depth with some hidden width < 2d"}
         return out
     if d != 2:
-        out.unmet.append("d = 2 (the exact kink enumeration is implemented for d = 2)")
+        if L == 2 and widths[0] == 2 * d:
+            return _depth_two(blocks, out, inj)
+        out.unmet.append("d = 2, or depth 2 with first width 2d (the kink enumeration in "
+                         "d ≥ 3 is implemented for Theorem A)")
         out.regime = _regime(None, inj)
         return out
     predicted = predicted_sectors(widths)
@@ -131,6 +136,48 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
     out.regime = _regime(plane, inj)
     if holds_I and L == 2 and not plane.dprime.holds(widths[1]):
         k = plane.regions_met
+        out.regime = ("single-sector folded (k = 1)" if k == 1
+                      else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
+    return out
+
+
+def _depth_two(blocks: Sequence[Block], out: KinkOutcome, inj: Sequence[Injectivity]
+               ) -> KinkOutcome:
+    """Theorem A in any d (:mod:`.pieces`), within the budget of candidate points."""
+    d, n1, n2 = blocks[0].d, blocks[0].n, blocks[1].n
+    predicted = predicted_points(d, n1, n2)
+    out.details["predicted_points"] = predicted
+    if predicted > MAX_POINTS:
+        out.unmet.append(f"the exact enumeration: up to {predicted} candidate points predicted, "
+                         f"above the budget {MAX_POINTS}")
+        out.regime = _regime(None, inj)
+        return out
+    res = analyse_depth_two(blocks)
+    holds_I = all(r.holds for r in res.realized)
+    out.details.update(kink_pieces=len(res.pieces), d_prime=res.dprime.to_json(),
+                       regions_met=res.regions_met,
+                       realized=[r.to_json() for r in res.realized])
+    if holds_I and res.dprime.holds(n2):
+        against = (f"residual-free ReLU stacks of depth 2 with first hidden width exactly "
+                   f"2d = {2 * d} and second width m = {n2}")
+        out.theorem, out.chain = "depth_two_kinks", ("depth_two_kinks",)
+        out.reason = (f"(I) holds and (D′): every set S of at most d supports leaves at least "
+                      f"{res.dprime.count} > m = {n2} column directions of R's kink pieces "
+                      f"outside S; R equals none of the {against}")
+        out.certificate = _with_proof(pieces_certificate(blocks, res, against=against),
+                                      "(I) by exact determinants on every realized pattern; "
+                                      f"{len(res.pieces)} kink pieces with columns from "
+                                      "adjacent Jacobians; (D′) as an exhaustive minimum")
+        return out
+    if not holds_I:
+        bad = [r.layer for r in res.realized if not r.holds]
+        out.unmet.append(f"(I): det(I + W D U) ≠ 0 on every realized pattern (fails for "
+                         f"layers {bad})")
+        out.regime = "non-invertible block"
+    else:
+        out.unmet.append(f"(D′): at least {n2 + 1} column directions outside every S (the "
+                         f"minimum is {res.dprime.count})")
+        k = res.regions_met
         out.regime = ("single-sector folded (k = 1)" if k == 1
                       else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
     return out

@@ -20,16 +20,17 @@ equals no H of depth L with every width 2d).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from absorb.exact import rank
 from absorb.rationals import rational_text
-from absorb.stacks.plane import Kink, Layer, Sector, det2, kinks, primitive, sectors, subdivide
+from absorb.stacks.arrangement import primitive
+from absorb.stacks.plane import Kink, Layer, Sector, det2, kinks, sectors, subdivide
 
 #: Decisions predicted to cut the plane into more sectors than this are refused.
 MAX_SECTORS = 20000
@@ -74,18 +75,53 @@ class DPrime:
 
 def d_prime(pieces: Sequence[tuple[Direction, Direction]], d: int) -> DPrime:
     """Minimum over every set S of ≤ d supports with linearly independent normals of the number
-    of column directions carried by pieces (support, direction) whose support is not in S."""
-    supports = sorted({s for s, _ in pieces})
-    best: tuple[int, tuple[Direction, ...]] | None = None
-    for size in range(min(d, len(supports)) + 1):
-        for S in itertools.combinations(supports, size):
-            if size and rank(np.array([list(s) for s in S], dtype=object)) < size:
-                continue
-            count = len({c for s, c in pieces if s not in S})
-            if best is None or count < best[0]:
-                best = (count, S)
-    assert best is not None  # S = ∅ is always admissible
-    return DPrime(best[0], best[1], len({c for _, c in pieces}), len(supports))
+    of column directions carried by pieces (support, direction) whose support is not in S.
+
+    A direction leaves the count iff every support carrying it is in S, so only directions
+    carried by at most d supports can leave, and S may be shrunk to the union of the carrier
+    sets it contains without changing the count (a subset of an independent set is
+    independent): the minimum is over unions of carrier sets, searched exhaustively (depth
+    first, pruned by an upper bound on what the remaining room can still remove)."""
+    carriers: dict[Direction, set[Direction]] = {}
+    for s, c in pieces:
+        carriers.setdefault(c, set()).add(s)
+    small = [frozenset(v) for v in carriers.values() if len(v) <= d]
+    total = len(carriers)
+    gain_of: dict[Direction, int] = {}
+    for cs in small:
+        for s in cs:
+            gain_of[s] = gain_of.get(s, 0) + 1
+    options = sorted(set(small), key=lambda cs: (-sum(gain_of[s] for s in cs), sorted(cs)))
+    best: list[Any] = [0, frozenset()]
+
+    def removed(S: frozenset[Direction]) -> int:
+        return sum(1 for cs in small if cs <= S)
+
+    def bound(S: frozenset[Direction]) -> int:
+        room = sorted((gain_of[s] for s in gain_of if s not in S), reverse=True)[:d - len(S)]
+        return removed(S) + sum(room)
+
+    def search(S: frozenset[Direction], start: int) -> None:
+        r = removed(S)
+        if r > best[0] and _independent(S):
+            best[0], best[1] = r, S
+        if len(S) == d or bound(S) <= best[0]:
+            return
+        for i in range(start, len(options)):
+            T = S | options[i]
+            if len(T) <= d and T != S and _independent(T):
+                search(T, i + 1)
+
+    search(frozenset(), 0)
+    return DPrime(total - best[0], tuple(sorted(best[1])), total,
+                  len({s for s, _ in pieces}))
+
+
+def _independent(S: frozenset[Direction]) -> bool:
+    """Whether the (pairwise non-parallel, primitive) normals in S are linearly independent."""
+    if len(S) <= 2:
+        return True  # distinct signless primitive vectors are never parallel
+    return rank(np.array([list(s) for s in S], dtype=object)) == len(S)
 
 
 @dataclass(frozen=True)

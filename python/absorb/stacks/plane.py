@@ -21,15 +21,14 @@ jumps vanish: a ray is a kink ray iff c ≠ 0).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cmp_to_key
 
 import numpy as np
 
 from absorb.blocks import Block, rational_weights
+from absorb.stacks.arrangement import cross, primitive, sort_rays
 
 Vec = tuple[Fraction, ...]
 Ray = tuple[int, int]
@@ -74,37 +73,6 @@ def layers_of(blocks: Sequence[Block]) -> list[Layer]:
 
 def _dot(u: Sequence[Fraction | int], y: Sequence[Fraction | int]) -> Fraction:
     return Fraction(sum((a * b for a, b in zip(u, y, strict=True)), Fraction(0)))
-
-
-def primitive(v: Sequence[Fraction | int]) -> tuple[int, ...]:
-    """The primitive integer vector on the ray of v ≠ 0 (same direction)."""
-    q = [Fraction(x) for x in v]
-    scale = math.lcm(*(x.denominator for x in q))
-    ints = [int(x * scale) for x in q]
-    g = math.gcd(*ints)
-    return tuple(x // g for x in ints)
-
-
-def _half(r: Sequence[Fraction | int]) -> int:
-    return 0 if r[1] > 0 or (r[1] == 0 and r[0] > 0) else 1
-
-
-def cross(a: Sequence[Fraction | int], b: Sequence[Fraction | int]) -> Fraction:
-    """a₁b₂ − a₂b₁ (> 0 iff b lies counter-clockwise of a within angle π)."""
-    return Fraction(a[0] * b[1] - a[1] * b[0])
-
-
-def _angle_cmp(a: Ray, b: Ray) -> int:
-    ha, hb = _half(a), _half(b)
-    if ha != hb:
-        return ha - hb
-    c = cross(a, b)
-    return -1 if c > 0 else (1 if c < 0 else 0)
-
-
-def sort_rays(rays: set[Ray]) -> list[Ray]:
-    """The rays in counter-clockwise order from the positive x-axis (exact)."""
-    return sorted(rays, key=cmp_to_key(_angle_cmp))
 
 
 def prefix_image(layers: Sequence[Layer], x: Vec) -> list[Vec]:

@@ -1,6 +1,8 @@
 """Re-check a stack's kink certificate (``absorb stack --recheck``) from the weights alone.
 
-Shares no code with the producers (:mod:`.plane`, :mod:`.kinks`, :mod:`.injective`): it reads
+Shares no code with the producers (:mod:`.plane`, :mod:`.kinks`, :mod:`.pieces`,
+:mod:`.injective`); it uses only exact arithmetic (:mod:`absorb.exact`) and the region
+enumeration of :mod:`absorb.stacks.arrangement`. For d = 2 (``absorb-stack-kinks/1``) it reads
 the certificate's ray list and verifies, in exact rational arithmetic on the stored weights,
 
 1. the rays go once around the origin counter-clockwise, each step turning by less than π:
@@ -19,6 +21,10 @@ the certificate's ray list and verifies, in exact rational arithmetic on the sto
 5. ``depth_kink_rays``: every block injective (each block's own sectors: one det sign, and its
    image of the circle winds once — the quadrant advance of the images, in the direction the
    sign gives, is 4) and more than 2·L·d kink rays.
+
+In any d (``absorb-stack-pieces/1``, ``depth_two_kinks``) every claimed piece is verified
+locally (:func:`_local_piece`), (I) is re-enumerated, and (D′) is confirmed on the verified
+pieces — more pieces could only add directions, so a verified subset suffices.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ import numpy as np
 
 from absorb.blocks import Block, rational_weights
 from absorb.errors import AbsorbError
-from absorb.exact import to_fraction
+from absorb.exact import det, to_fraction
+from absorb.stacks.arrangement import region_points
 
 P = tuple[Fraction, Fraction]
 
@@ -75,14 +82,6 @@ def _solve(a: P, b: P, pa: Any, pb: Any) -> list[list[Fraction]]:
     det = _cross(a, b)
     return [[(pa[i] * b[1] - pb[i] * a[1]) / det, (pb[i] * a[0] - pa[i] * b[0]) / det]
             for i in range(2)]
-
-
-def _direction(v: Sequence[Fraction]) -> tuple[int, int]:
-    scale = v[0].denominator * v[1].denominator
-    x, y = int(v[0] * scale), int(v[1] * scale)
-    g = gcd(x, y)
-    x, y = x // g, y // g
-    return (x, y) if x > 0 or (x == 0 and y > 0) else (-x, -y)
 
 
 def _fail(why: str) -> dict[str, object]:
@@ -150,8 +149,11 @@ def _ccw(rays: list[P]) -> list[P]:
 
 def recheck(blocks: Sequence[Block], doc: Any) -> dict[str, object]:
     """Steps 1–5 of the module docstring; ``valid`` with the re-computed figures."""
+    if isinstance(doc, dict) and doc.get("format") == "absorb-stack-pieces/1":
+        return _recheck_pieces(blocks, doc)
     if not isinstance(doc, dict) or doc.get("format") != "absorb-stack-kinks/1":
-        raise AbsorbError("not a stack kink certificate (format absorb-stack-kinks/1)")
+        raise AbsorbError("not a stack kink certificate (format absorb-stack-kinks/1 or "
+                          "absorb-stack-pieces/1)")
     if blocks[0].d != 2 or any(b.has_biases or b.A_skip is not None for b in blocks):
         return _fail("the certificate speaks of bias-free d = 2 stacks with identity skips")
     if doc.get("depth") != len(blocks) or doc.get("widths") != [b.n for b in blocks]:
@@ -202,7 +204,7 @@ def _recheck_two(mats: Sequence[tuple[Any, Any]], secs: list[dict[str, Any]],
         for s in secs:
             if _det(s["jac"][ell]) != 0 and _det(_block_jac(U, W, s["active"][ell])) == 0:
                 return _fail(f"(I) fails: block {ell}, pattern {s['active'][ell]}")
-    pieces = [(_direction((-r[1], r[0])), _direction(c)) for r, c in found.items()]
+    pieces = [(_line((-r[1], r[0])), _line(c)) for r, c in found.items()]
     lines = sorted({s for s, _ in pieces})
     best = min(len({c for s, c in pieces if s not in S})
                for k in range(3) for S in itertools.combinations(lines, k))
@@ -214,3 +216,152 @@ def _recheck_two(mats: Sequence[tuple[Any, Any]], secs: list[dict[str, Any]],
         return _fail(f"the certificate claims a minimum of {claimed}, re-computed {best}")
     out["d_prime_min"] = best
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# depth_two_kinks in any d (format absorb-stack-pieces/1)
+
+
+def _vec(v: Any) -> tuple[Fraction, ...]:
+    return tuple(to_fraction(x) for x in v)
+
+
+def _parallel(u: Sequence[Fraction], v: Sequence[Fraction]) -> bool:
+    return all(u[i] * v[k] == u[k] * v[i] for i in range(len(u)) for k in range(len(u)))
+
+
+def _sign(x: Fraction) -> int:
+    return (x > 0) - (x < 0)
+
+
+def _local_piece(mats: Sequence[tuple[Any, Any]], p: dict[str, Any]) -> tuple[Fraction, ...] | str:
+    """The column of one claimed piece, verified locally: before/after = q ∓ εν (ε > 0); every
+    hyperplane of R's complex through q is parallel to ν (block 1's rows, block 2's rows pulled
+    back on either side); no hyperplane changes sign between q and either side point. Then a
+    ball around q is cut by ν^⊥ alone, DR is constant on each half, and its jump is c νᵀ."""
+    (U1, W1), (U2, W2) = mats
+    nu, q, lo, hi = (_vec(p[k]) for k in ("normal", "point", "before", "after"))
+    step = [h - x for h, x in zip(hi, q, strict=True)]
+    if any(x - lo_ != s for x, lo_, s in zip(q, lo, step, strict=True)) or not (
+            _parallel(step, nu) and sum(s * v for s, v in zip(step, nu, strict=True)) > 0):
+        return "the side points are not q ∓ εν"
+    d = len(q)
+    eye = np.array([[Fraction(int(i == k)) for k in range(d)] for i in range(d)], dtype=object)
+    jac = []
+    for x in (lo, hi):
+        for u in U1:
+            a, b = _sign(_dot_q(u, q)), _sign(_dot_q(u, x))
+            if (a == 0 and any(u) and not _parallel(tuple(u), nu)) or (a != 0 and a != b):
+                return "a row of block 1 meets the piece off its support"
+        act = [j for j, u in enumerate(U1) if _dot_q(u, x) > 0]
+        L = eye + W1[:, act] @ U1[act, :]
+        y0 = L @ np.array(q, dtype=object)
+        y = L @ np.array(x, dtype=object)
+        for u in U2:
+            g = tuple(Fraction(v) for v in np.array(u, dtype=object) @ L)
+            a, b = _sign(_dot_q(u, y0)), _sign(_dot_q(u, y))
+            if a == 0 and any(g) and not _parallel(g, nu):
+                return "a row of block 2 meets the piece off its support"
+            if a != 0 and a != b:
+                return "a row of block 2 changes sign between q and a side point"
+        act2 = [j for j, u in enumerate(U2) if _dot_q(u, y) > 0]
+        jac.append((eye + W2[:, act2] @ U2[act2, :]) @ L)
+    c = (jac[1] - jac[0]) @ np.array(nu, dtype=object) / sum(v * v for v in nu)
+    return tuple(Fraction(v) for v in c)
+
+
+def _dot_q(u: Any, x: Sequence[Fraction]) -> Fraction:
+    return Fraction(sum((Fraction(a) * b for a, b in zip(u, x, strict=True)), Fraction(0)))
+
+
+def _independent(S: Sequence[tuple[int, ...]]) -> bool:
+    """Distinct primitive normals up to sign: two are independent; three iff a 3×3 minor ≠ 0."""
+    if len(S) <= 2:
+        return True
+    a, b, c = S
+    cols = range(len(a))
+    return any(a[i] * (b[j] * c[k] - b[k] * c[j]) - a[j] * (b[i] * c[k] - b[k] * c[i])
+               + a[k] * (b[i] * c[j] - b[j] * c[i]) != 0
+               for i, j, k in itertools.combinations(cols, 3))
+
+
+def _min_outside(pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], d: int,
+                 m: int) -> tuple[bool, int | None]:
+    """Whether (D′)'s minimum exceeds m, and the minimum when it was computed. First the bound
+    removed(S) ≤ the d largest per-support counts of removable directions; then, if needed,
+    exhaustion over every independent set of ≤ d supports that can remove a direction (a
+    direction is removable iff its carriers number ≤ d; a set can be cut down to such supports
+    without changing the count)."""
+    carriers: dict[tuple[int, ...], frozenset[tuple[int, ...]]] = {}
+    for s, c in pairs:
+        carriers[c] = carriers.get(c, frozenset()) | {s}
+    small = [cs for cs in carriers.values() if len(cs) <= d]
+    gain: dict[tuple[int, ...], int] = {}
+    for cs in small:
+        for s in cs:
+            gain[s] = gain.get(s, 0) + 1
+    if len(carriers) - sum(sorted(gain.values(), reverse=True)[:d]) > m:
+        return True, None
+    if d > 3:
+        return False, None  # the exhaustion below tests independence of at most 3 normals
+    best = 0
+    for k in range(1, min(d, len(gain)) + 1):
+        for S in itertools.combinations(sorted(gain), k):
+            if _independent(S):
+                best = max(best, sum(1 for cs in small if cs <= set(S)))
+    return len(carriers) - best > m, len(carriers) - best
+
+
+def _recheck_pieces(blocks: Sequence[Block], doc: dict[str, Any]) -> dict[str, object]:
+    """depth_two_kinks in any d: every claimed piece verified locally (:func:`_local_piece`),
+    (I) re-enumerated, and (D′) from the verified pieces (more pieces only add directions)."""
+    if len(blocks) != 2 or any(b.has_biases or b.A_skip is not None for b in blocks):
+        return _fail("the certificate speaks of bias-free depth-2 stacks with identity skips")
+    d, n1, m = blocks[0].d, blocks[0].n, blocks[1].n
+    if n1 != 2 * d or doc.get("m") != m or doc.get("widths") != [n1, m]:
+        return _fail("depth_two_kinks speaks of first width 2d and second width m = n₂")
+    mats = [rational_weights(b)[:2] for b in blocks]
+    pairs = []
+    try:
+        for p in doc["pieces"]:
+            column = _local_piece(mats, p)
+            if isinstance(column, str):
+                return _fail(column)
+            if column != _vec(p["column"]) or all(v == 0 for v in column):
+                return _fail("a piece's column differs from the re-computed jump")
+            pairs.append((_line(p["normal"]), _line(column)))
+    except (KeyError, TypeError, ValueError, AbsorbError) as exc:
+        raise AbsorbError(f"malformed stack certificate: {exc}") from None
+    (U1, W1), (U2, W2) = mats
+    eye = np.eye(d, dtype=int).astype(object)
+    for p in region_points(U1) or []:
+        act = [j for j, u in enumerate(U1) if _dot_q(u, p) > 0]
+        L = eye + W1[:, act] @ U1[act, :]
+        if det(L) == 0:
+            return _fail(f"(I) fails: block 0, pattern {act}")
+        inside = [(u, _dot_q(u, p) > 0) for u in U1 if any(u)]
+        A = np.concatenate([U1, U2 @ L]).reshape(-1, d)
+        for x in region_points(A) or []:
+            if all((_dot_q(u, x) > 0) == s for u, s in inside):
+                y = L @ np.array(x, dtype=object)
+                act2 = [j for j, u in enumerate(U2) if _dot_q(u, y) > 0]
+                if det(eye + W2[:, act2] @ U2[act2, :]) == 0:
+                    return _fail(f"(I) fails: block 1, pattern {act2}")
+    holds, minimum = _min_outside(pairs, d, m)
+    if not holds:
+        return _fail(f"(D′) not confirmed: minimum {minimum} ≤ m = {m} (or not decided)")
+    return {"valid": True, "kink_pieces": len(pairs), "d_prime_min": minimum}
+
+
+def _line(v: Sequence[Any]) -> tuple[int, ...]:
+    """The primitive integer vector of the line of v ≠ 0, first nonzero entry positive."""
+    q = [to_fraction(x) for x in v]
+    scale = 1
+    for x in q:
+        scale = scale * x.denominator // gcd(scale, x.denominator)
+    ints = [int(x * scale) for x in q]
+    g = 0
+    for k in ints:
+        g = gcd(g, k)
+    ints = [k // g for k in ints]
+    return tuple(ints) if next(k for k in ints if k != 0) > 0 else tuple(-k for k in ints)
