@@ -27,7 +27,8 @@ from absorb.blocks import Block, ExactWeights
 from absorb.experiments.depth_kink_rays import injective_block, paired_block
 from absorb.stacks import decide_stack, load_stack
 from absorb.stacks.injective import block_injectivity, winding_test
-from absorb.stacks.kinks import MAX_SECTORS, analyse, d_prime, predicted_sectors
+from absorb.stacks.kinks import MAX_SECTORS, analyse, d_prime, predicted_sectors, signless
+from absorb.stacks.pieces import analyse_depth_two
 from absorb.stacks.plane import layers_of
 from absorb.stacks.recheck import recheck
 
@@ -83,6 +84,16 @@ def oracle_jacobian(mats: Any, p: Sequence[Fraction], q: Sequence[Fraction]
     det = p[0] * q[1] - p[1] * q[0]
     return [[(Rp[i] * q[1] - Rq[i] * p[1]) / det, (Rq[i] * p[0] - Rp[i] * q[0]) / det]
             for i in range(2)]
+
+
+def oracle_point_jacobian(mats: Any, x: Sequence[Fraction]) -> list[list[Fraction]]:
+    """DR at a point of an open cell, by exact one-sided differences with a step 2⁻⁶⁰|x| (R is
+    linear on a neighbourhood of x; the step stays inside it unless a wall is that close)."""
+    t = Q(1, 1 << 60) * max(abs(v) for v in x)
+    base = oracle_R(mats, x)
+    cols = [[(a - b) / t for a, b in zip(oracle_R(mats, [x[i] + t * (i == k) for i in range(2)]),
+                                         base, strict=True)] for k in range(2)]
+    return [[cols[k][i] for k in range(2)] for i in range(2)]
 
 
 def oracle_column(mats: Any, r: Sequence[int]) -> tuple[Fraction, Fraction]:
@@ -146,6 +157,44 @@ def test_sectors_are_linear_and_kink_columns_match_the_oracle(blocks: list[Block
             y = oracle_R([(U, W)], y)
     pieces = [(_line((Q(-k.ray[1]), Q(k.ray[0]))), _line(k.column)) for k in plane.kinks]
     assert plane.dprime.count == oracle_min_directions(pieces)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stacks(depth=2))
+def test_any_d_enumeration_agrees_with_the_plane_in_d2(blocks: list[Block]) -> None:
+    """The region enumeration of :mod:`absorb.stacks.pieces` (written for any d) finds the
+    same (support, direction) pairs, (I), (D′) and k as the exact sectors in the plane."""
+    plane, any_d = analyse(layers_of(blocks)), analyse_depth_two(blocks)
+    assert ({(signless(k.normal), signless(k.column)) for k in plane.kinks}
+            == {(signless(p.normal), signless(p.column)) for p in any_d.pieces})
+    assert plane.dprime.count == any_d.dprime.count
+    assert [r.holds for r in plane.realized] == [r.holds for r in any_d.realized]
+    assert [set(r.patterns) for r in plane.realized] == [set(r.patterns) for r in any_d.realized]
+    mats = _mats(blocks)
+    for p in any_d.pieces:  # each column is the oracle's jump between the two side points
+        J = [oracle_point_jacobian(mats, x) for x in (p.before, p.after)]
+        n2 = sum(v * v for v in p.normal)
+        oracle = tuple(sum(((J[1][i][k] - J[0][i][k]) * p.normal[k] for k in range(2)), Q(0))
+                       / n2 for i in range(2))
+        assert oracle == p.column
+
+
+def test_d3_stack_is_decided_and_its_certificate_rechecks() -> None:
+    from absorb.experiments.depth_injective import dyadic_block
+
+    rng = np.random.default_rng(0)
+    blocks = [dyadic_block(rng, 3, 6, 1.0) for _ in range(2)]
+    v = _verdict(blocks)
+    assert v["theorem"] == "depth_two_kinks"
+    cert = json.loads(json.dumps(v["certificate"]))
+    assert cert["format"] == "absorb-stack-pieces/1"
+    assert recheck(blocks, cert)["valid"] is True
+    for bad in ({**cert, "pieces": cert["pieces"][:3]},
+                {**cert, "pieces": [{**cert["pieces"][0], "after": cert["pieces"][0]["point"]},
+                                    *cert["pieces"][1:]]},
+                {**cert, "pieces": [{**cert["pieces"][0], "column": ["1", "0", "0"]},
+                                    *cert["pieces"][1:]]}):
+        assert recheck(blocks, bad)["valid"] is False
 
 
 def test_d_prime_is_an_exhaustive_minimum_not_greedy() -> None:
