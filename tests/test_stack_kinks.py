@@ -296,6 +296,10 @@ def test_a_narrow_injective_layer_is_not_absorbed_by_b0() -> None:
     blocks = [dyadic_block(rng, 3, 6, 0.1), dyadic_block(rng, 3, 5, 0.1)]
     v = _verdict(blocks)
     assert v["theorem"] == "depth_injective"
+    cert = json.loads(json.dumps(v["certificate"]))
+    assert recheck(blocks, cert)["valid"] is True
+    folding = [dyadic_block(rng, 3, 6, 3.0), blocks[1]]  # not injective: J + Jᵀ fails
+    assert recheck(folding, cert)["valid"] is False
 
 
 def test_too_many_predicted_sectors_are_refused_with_the_figure() -> None:

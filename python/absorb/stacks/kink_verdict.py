@@ -31,9 +31,17 @@ from absorb.stacks.kinks import (
     predicted_sectors,
     ray_count_bound,
 )
-from absorb.stacks.pieces import MAX_POINTS, analyse_depth_two, predicted_points
+from absorb.stacks.pieces import (
+    MAX_POINTS,
+    SECONDS_PER_POINT,
+    analyse_depth_two,
+    predicted_points,
+)
 from absorb.stacks.pieces import certificate as pieces_certificate
 from absorb.stacks.plane import layers_of
+
+#: The certificate format of a depth_injective verdict (``absorb stack --recheck``).
+INJECTIVE_FORMAT = "absorb-stack-injective/1"
 
 
 def applies(blocks: Sequence[Block]) -> str | None:
@@ -85,7 +93,9 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
                       f"{widths[narrow[0]]} < 2d = {2 * d}: no residual-free ReLU stack with a "
                       "hidden width below 2d equals R")
         out.certificate = {"proof": "every block proved injective (" + "; ".join(
-            f"layer {i.layer}: {i.method}" for i in inj) + ")", "injectivity": inj_json,
+            f"layer {i.layer}: {i.method}" for i in inj) + ")", "format": INJECTIVE_FORMAT,
+            "theorem": "depth_injective", "d": d, "depth": L, "widths": widths,
+            "narrow_layer": narrow[0], "injectivity": inj_json,
             "against": "residual-free ReLU stacks of any depth with some hidden width < 2d"}
         return out
     if d != 2:
@@ -148,8 +158,9 @@ def _depth_two(blocks: Sequence[Block], out: KinkOutcome, inj: Sequence[Injectiv
     predicted = predicted_points(d, n1, n2)
     out.details["predicted_points"] = predicted
     if predicted > MAX_POINTS:
-        out.unmet.append(f"the exact enumeration: up to {predicted} candidate points predicted, "
-                         f"above the budget {MAX_POINTS}")
+        out.unmet.append(f"the exact enumeration: up to {predicted} candidate points predicted "
+                         f"(about {predicted * SECONDS_PER_POINT:.0f} s), above the budget "
+                         f"{MAX_POINTS}")
         out.regime = _regime(None, inj)
         return out
     res = analyse_depth_two(blocks)

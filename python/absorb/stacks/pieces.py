@@ -32,8 +32,11 @@ from absorb.stacks.arrangement import region_bound, region_points
 from absorb.stacks.kinks import DPrime, Realized, d_prime, signless
 
 Vec = tuple[Fraction, ...]
-#: Decisions predicted to visit more candidate points than this are refused.
-MAX_POINTS = 60000
+#: Measured cost of one candidate point (benchmarks/stack_bench.py: 160–220 µs at d = 3, 4 on
+#: the 2-core reference machine), to state a refusal in seconds.
+SECONDS_PER_POINT = 2.5e-4
+#: Decisions predicted to visit more candidate points than this (about six minutes) are refused.
+MAX_POINTS = 1_500_000
 #: The certificate format of a depth_two_kinks verdict in any d (``absorb stack --recheck``).
 PIECES_FORMAT = "absorb-stack-pieces/1"
 

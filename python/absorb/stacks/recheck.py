@@ -151,9 +151,11 @@ def recheck(blocks: Sequence[Block], doc: Any) -> dict[str, object]:
     """Steps 1–5 of the module docstring; ``valid`` with the re-computed figures."""
     if isinstance(doc, dict) and doc.get("format") == "absorb-stack-pieces/1":
         return _recheck_pieces(blocks, doc)
+    if isinstance(doc, dict) and doc.get("format") == "absorb-stack-injective/1":
+        return _recheck_injective(blocks, doc)
     if not isinstance(doc, dict) or doc.get("format") != "absorb-stack-kinks/1":
-        raise AbsorbError("not a stack kink certificate (format absorb-stack-kinks/1 or "
-                          "absorb-stack-pieces/1)")
+        raise AbsorbError("not a stack certificate (format absorb-stack-kinks/1, "
+                          "absorb-stack-pieces/1 or absorb-stack-injective/1)")
     if blocks[0].d != 2 or any(b.has_biases or b.A_skip is not None for b in blocks):
         return _fail("the certificate speaks of bias-free d = 2 stacks with identity skips")
     if doc.get("depth") != len(blocks) or doc.get("widths") != [b.n for b in blocks]:
@@ -365,3 +367,40 @@ def _line(v: Sequence[Any]) -> tuple[int, ...]:
         g = gcd(g, k)
     ints = [k // g for k in ints]
     return tuple(ints) if next(k for k in ints if k != 0) > 0 else tuple(-k for k in ints)
+
+
+# ------------------------------------------------------------------------------------------
+# depth_injective (format absorb-stack-injective/1)
+
+
+def _monotone(U: Any, W: Any) -> bool:
+    """J + Jᵀ ≻ 0 (every leading principal minor > 0) at the pattern of every open region of
+    U's arrangement: then (R(x) − R(y))·(x − y) > 0 for x ≠ y, so R is injective."""
+    d = int(U.shape[1])
+    eye = np.eye(d, dtype=int).astype(object)
+    points = region_points(U)
+    if points is None:
+        return False
+    for p in points:
+        act = [j for j, u in enumerate(U) if _dot_q(u, p) > 0]
+        J = eye + W[:, act] @ U[act, :]
+        S = J + J.T
+        if not all(det(S[:k, :k]) > 0 for k in range(1, d + 1)):
+            return False
+    return True
+
+
+def _recheck_injective(blocks: Sequence[Block], doc: dict[str, Any]) -> dict[str, object]:
+    """Some width below 2d, and every block injective: in d = 2 by the winding-number decision
+    (:func:`_injective`), in any d by J + Jᵀ ≻ 0 on every region (:func:`_monotone`; the norm
+    test ‖W‖₂‖U‖₂ < 1 implies it, since then ‖W D U‖₂ < 1)."""
+    if any(b.has_biases or b.A_skip is not None for b in blocks):
+        return _fail("the certificate speaks of bias-free stacks with identity skips")
+    d = blocks[0].d
+    if doc.get("widths") != [b.n for b in blocks] or all(b.n >= 2 * d for b in blocks):
+        return _fail("the stack's widths differ from the certificate's, or none is below 2d")
+    for ell, b in enumerate(blocks):
+        U, W = rational_weights(b)[:2]
+        if not (_injective(U, W) if d == 2 else _monotone(U, W)):
+            return _fail(f"block {ell} is not proved injective by the re-check")
+    return {"valid": True, "blocks": len(blocks)}
