@@ -78,8 +78,9 @@ def kink_rays_count(rng: np.random.Generator) -> ExperimentResult:
         "d = 2, width 4: random injective stacks (N(0, ¼) rounded to 2⁻⁸) against 2·L·d kink "
         "rays, exact; paired-row stacks (absorbed, an index set per block) as the control.",
         agrees, table,
-        summary=(f"{decided} of {len(random)} random injective stacks not_absorbed by the ray "
-                 f"count (kink rays {sorted({int(str(r['kink_rays'])) for r in random})}); "
+        summary=(f"{decided} of {len(random)} random injective stacks not_absorbed (by "
+                 f"{', '.join(sorted({str(r['theorem']) for r in random}))}; kink rays "
+                 f"{sorted({int(str(r['kink_rays'])) for r in random})}); "
                  "paired-row controls: kink rays "
                  f"{sorted({int(str(r['kink_rays'])) for r in control})}"
                  f", verdicts {sorted({str(r['verdict']) for r in control})}"),

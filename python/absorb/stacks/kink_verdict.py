@@ -17,7 +17,7 @@ Every ``not_absorbed`` carries the document :func:`absorb.stacks.kinks.certifica
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,18 +119,10 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
                        realized=[r.to_json() for r in plane.realized])
     holds_I = all(r.holds for r in plane.realized)
     if L == 2 and widths[0] == 2 * d and holds_I and plane.dprime.holds(widths[1]):
-        against = (f"residual-free ReLU stacks of depth 2 with first hidden width exactly "
-                   f"2d = {2 * d} and second width m = {widths[1]}")
-        out.theorem, out.chain = "depth_two_kinks", ("depth_two_kinks",)
-        out.reason = (f"(I) holds and (D′): every set S of at most d supports leaves at least "
-                      f"{plane.dprime.count} > m = {widths[1]} column directions of R's kink "
-                      f"rays outside S; R equals none of the {against}")
-        out.certificate = _with_proof(certificate(
-            layers, plane, theorem="depth_two_kinks", against=against, m=widths[1],
-            injectivity=inj_json), "(I) by exact determinants on every realized pattern; "
-            f"{len(plane.kinks)} kink rays with columns from adjacent Jacobians; (D′) as an "
-            "exhaustive minimum over S")
-        return out
+        return _theorem_a(out, d, widths[1], plane.dprime.count, "rays", len(plane.kinks),
+                          lambda against: certificate(
+                              layers, plane, theorem="depth_two_kinks", against=against,
+                              m=widths[1], injectivity=inj_json))
     bound = ray_count_bound(L, d)
     if all_inj and all(n == 2 * d for n in widths) and len(plane.kinks) > bound:
         against = f"residual-free ReLU stacks of depth {L} with every hidden width 2d = {2 * d}"
@@ -148,6 +140,21 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
         k = plane.regions_met
         out.regime = ("single-sector folded (k = 1)" if k == 1
                       else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
+    return out
+
+
+def _theorem_a(out: KinkOutcome, d: int, m: int, minimum: int, what: str, count: int,
+               document: Callable[[str], dict[str, Any]]) -> KinkOutcome:
+    """``out`` as depth_two_kinks' not_absorbed: its H class, reason and certificate."""
+    against = (f"residual-free ReLU stacks of depth 2 with first hidden width exactly "
+               f"2d = {2 * d} and second width m = {m}")
+    out.theorem, out.chain = "depth_two_kinks", ("depth_two_kinks",)
+    out.reason = (f"(I) holds and (D′): every set S of at most d supports leaves at least "
+                  f"{minimum} > m = {m} column directions of R's kink {what} outside S; R "
+                  f"equals none of the {against}")
+    out.certificate = _with_proof(document(against), "(I) by exact determinants on every "
+                                  f"realized pattern; {count} kink {what} with columns from "
+                                  "adjacent Jacobians; (D′) as an exhaustive minimum over S")
     return out
 
 
@@ -169,17 +176,8 @@ def _depth_two(blocks: Sequence[Block], out: KinkOutcome, inj: Sequence[Injectiv
                        regions_met=res.regions_met,
                        realized=[r.to_json() for r in res.realized])
     if holds_I and res.dprime.holds(n2):
-        against = (f"residual-free ReLU stacks of depth 2 with first hidden width exactly "
-                   f"2d = {2 * d} and second width m = {n2}")
-        out.theorem, out.chain = "depth_two_kinks", ("depth_two_kinks",)
-        out.reason = (f"(I) holds and (D′): every set S of at most d supports leaves at least "
-                      f"{res.dprime.count} > m = {n2} column directions of R's kink pieces "
-                      f"outside S; R equals none of the {against}")
-        out.certificate = _with_proof(pieces_certificate(blocks, res, against=against),
-                                      "(I) by exact determinants on every realized pattern; "
-                                      f"{len(res.pieces)} kink pieces with columns from "
-                                      "adjacent Jacobians; (D′) as an exhaustive minimum")
-        return out
+        return _theorem_a(out, d, n2, res.dprime.count, "pieces", len(res.pieces),
+                          lambda against: pieces_certificate(blocks, res, against=against))
     if not holds_I:
         bad = [r.layer for r in res.realized if not r.holds]
         out.unmet.append(f"(I): det(I + W D U) ≠ 0 on every realized pattern (fails for "
