@@ -339,3 +339,19 @@ def test_stack_command_writes_and_rechecks_a_certificate(cli: Cli, tmp_path: Pat
     assert bad.code == 4 and "FAILS" in bad.out
     cert.write_text("{not json")
     assert cli("stack", "--weights", str(stack), "--recheck", str(cert)).code == 2
+
+
+def test_a_pattern_read_on_a_hyperplane_is_not_realized() -> None:
+    """Rows ±e₁, ±e₂ (docs/THEORY.md): at (0, 1) only unit 2 is active and det(I + w₂e₂ᵀ) = 0,
+    yet every open quadrant has det 1 and the block is injective: (I) holds."""
+    U = [[Q(1), Q(0)], [Q(-1), Q(0)], [Q(0), Q(1)], [Q(0), Q(-1)]]
+    W = [[Q(0), Q(0), Q(1), Q(0)], [Q(-1), Q(1), Q(-1), Q(0)]]
+    on_line = [[int(i == k) + W[i][2] * U[2][k] for k in range(2)] for i in range(2)]
+    assert on_line[0][0] * on_line[1][1] - on_line[0][1] * on_line[1][0] == 0  # the oracle
+    block = _block(U, W)
+    small = _block([[Q(1, 8), Q(0)]] * 4, [[Q(1, 16)] * 4, [Q(0)] * 4])
+    plane = analyse(layers_of([block, small]))
+    assert (2,) not in plane.realized[0].patterns and plane.realized[0].holds
+    assert set(plane.realized[0].patterns) == {(0, 2), (1, 2), (0, 3), (1, 3)}
+    assert block_injectivity(block, 0).injective is True
+    assert oracle_winding(_mats([block])) in (1, -1)
