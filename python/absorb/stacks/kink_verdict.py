@@ -70,12 +70,26 @@ class KinkOutcome:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _regime(plane: Plane | None, inj: Sequence[Injectivity]) -> str:
+def _regime(plane: Plane | None, inj: Sequence[Injectivity], widths: Sequence[int], d: int
+            ) -> str:
     if plane is not None and not all(r.holds for r in plane.realized):
         return "non-invertible block"
+    if any(n > 2 * d for n in widths):
+        return "widths above 2d (no theorem speaks of a residual-free stack that wide)"
     if any(i.injective is False for i in inj):
         return "non-injective block"
     return "injective blocks" if all(i.injective for i in inj) else "injectivity unknown"
+
+
+def _excluded(plane: Plane, all_inj: bool, widths: Sequence[int], d: int) -> list[str]:
+    """The classes of residual-free stacks the kink theorems exclude although they are not the
+    subject's (its widths differ): reported with an undetermined verdict."""
+    L, out = len(widths), []
+    if (L == 2 and all(r.holds for r in plane.realized) and plane.dprime.holds(widths[1])):
+        out.append(f"depth 2, widths ({2 * d}, {widths[1]}) (depth_two_kinks)")
+    if all_inj and len(plane.kinks) > ray_count_bound(L, d):
+        out.append(f"depth {L}, every width {2 * d} (depth_kink_rays)")
+    return out
 
 
 def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
@@ -85,6 +99,8 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
     inj = [block_injectivity(b, ell) for ell, b in enumerate(blocks)]
     all_inj = all(i.injective for i in inj)
     out = KinkOutcome(details={"injectivity": [i.to_json() for i in inj]})
+    if all_inj:
+        out.details["excluded"] = [f"any depth, some width below 2d = {2 * d} (depth_injective)"]
     inj_json = [i.to_json() for i in inj]
     narrow = [ell for ell, n in enumerate(widths) if n < 2 * d]
     if all_inj and narrow:
@@ -103,14 +119,14 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
             return _depth_two(blocks, out, inj)
         out.unmet.append("d = 2, or depth 2 with first width 2d (the kink enumeration in "
                          "d ≥ 3 is implemented for Theorem A)")
-        out.regime = _regime(None, inj)
+        out.regime = _regime(None, inj, widths, d)
         return out
     predicted = predicted_sectors(widths)
     out.details["predicted_sectors"] = predicted
     if predicted > MAX_SECTORS:
         out.unmet.append(f"the exact enumeration: up to {predicted} sectors predicted, above "
                          f"the budget {MAX_SECTORS}")
-        out.regime = _regime(None, inj)
+        out.regime = _regime(None, inj, widths, d)
         return out
     layers = layers_of(blocks)
     plane = analyse(layers)
@@ -135,8 +151,10 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
             "rays, each with its jump read from the adjacent Jacobians")
         return out
     out.unmet.extend(_unmet(plane, inj, widths, d, L, holds_I))
-    out.regime = _regime(plane, inj)
-    if holds_I and L == 2 and not plane.dprime.holds(widths[1]):
+    out.details["excluded"] = out.details.get("excluded", []) + _excluded(plane, all_inj,
+                                                                          widths, d)
+    out.regime = _regime(plane, inj, widths, d)
+    if holds_I and L == 2 and widths[0] == 2 * d and not plane.dprime.holds(widths[1]):
         k = plane.regions_met
         out.regime = ("single-sector folded (k = 1)" if k == 1
                       else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
@@ -168,7 +186,7 @@ def _depth_two(blocks: Sequence[Block], out: KinkOutcome, inj: Sequence[Injectiv
         out.unmet.append(f"the exact enumeration: up to {predicted} candidate points predicted "
                          f"(about {predicted * SECONDS_PER_POINT:.0f} s), above the budget "
                          f"{MAX_POINTS}")
-        out.regime = _regime(None, inj)
+        out.regime = _regime(None, inj, [n1, n2], d)
         return out
     res = analyse_depth_two(blocks)
     holds_I = all(r.holds for r in res.realized)
