@@ -14,7 +14,8 @@
    shapes, float64 and float32, and against the same fit in PyTorch when it is installed;
 4. peak memory of each section (tracemalloc: numpy's allocations are traced) and of the run;
 5.–7. LLM-scale inspect, the counterexample search, and exactness at float speed (the exact
-   index-set search and exact check against float work: benchmarks/exact_bench.py).
+   index-set search and exact check against float work: benchmarks/exact_bench.py);
+8. exact stack decisions (d = 2, 3, 4) against their predicted cost (benchmarks/stack_bench.py).
 
 Timings are the minimum over repeats (the least-disturbed run on a shared machine).
 """
@@ -47,6 +48,7 @@ from absorb.fits.units import unit_function
 from exact_bench import bench_exact  # section 7, exactness at float speed (exact_bench.py)
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)
+from stack_bench import stack_table  # section 8, exact stack decisions (stack_bench.py)
 from tables import Table  # the result table every section returns (benchmarks/tables.py)
 
 HERE = Path(__file__).resolve().parent
@@ -494,7 +496,7 @@ def run(quick: bool, out: Path) -> int:
     sections = []
     t_start = time.perf_counter()
     for fn in (bench_index_set, bench_relaxation, bench_rank_deficient, bench_fit,
-               bench_report, bench_scale, bench_search, bench_exact):
+               bench_report, bench_scale, bench_search, bench_exact, stack_table):
         table, peak = traced(partial(fn, quick))
         table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
         print("\n" + table.text(), flush=True)
