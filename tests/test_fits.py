@@ -374,11 +374,14 @@ def test_cli_search_width_control_bounds_and_budget() -> None:
                            "--json"]).json()
     assert wide["width"] == 8 and wide["control"] is None
     assert "always absorbable" in str(wide["prediction"]["text"])  # type: ignore[index]
+    # A budget of one nanosecond is spent by the first restart (which always runs) on any
+    # machine, so the second start is cut whatever the load.
     deg = run_subprocess(["search", "--activation", "relu2", "--d", "2", "--n", "3",
-                          "--restarts", "1", "--no-control", "--time-budget", "0.05",
+                          "--restarts", "1", "--no-control", "--time-budget", "1e-9",
                           "--init-from-target"])
     assert deg.code == 0, deg.err
-    assert "lower bound (degree" in deg.out and "stopped by time budget" in deg.out
+    assert "lower bound (degree" in deg.out
+    assert "stopped by time budget after 1 restarts" in deg.out
     assert "NOT independent" in deg.out
 
 

@@ -355,3 +355,24 @@ def test_a_pattern_read_on_a_hyperplane_is_not_realized() -> None:
     assert set(plane.realized[0].patterns) == {(0, 2), (1, 2), (0, 3), (1, 3)}
     assert block_injectivity(block, 0).injective is True
     assert oracle_winding(_mats([block])) in (1, -1)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocks=stacks(depth=2))
+def test_entries_beyond_float64_are_decided_as_their_rescaled_stack(
+        blocks: list[Block], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """x + W ReLU(U x) is unchanged when U is scaled by 2¹¹⁰⁰ and W by 2⁻¹¹⁰⁰: a stack file
+    whose exact entries have no float64 view gets the verdict of its rescaled twin (the float
+    guess of the norm test is skipped, never a crash)."""
+    s = Fraction(2) ** 1100
+
+    def text(M: Any, k: Fraction) -> list[list[str]]:
+        return [[str(Fraction(v) * k) for v in row] for row in M]
+
+    layers = [{"W_up": text(b.exact.W_up, s if i == 0 else Fraction(1)),
+               "W_down": text(b.exact.W_down, 1 / s if i == 0 else Fraction(1))}
+              for i, b in enumerate(blocks) if b.exact is not None]
+    path = tmp_path_factory.mktemp("big") / "stack.json"
+    path.write_text(json.dumps({"layers": layers}))
+    big = load_stack(path, RELU)
+    assert _verdict(big)["verdict"] == _verdict(blocks)["verdict"]

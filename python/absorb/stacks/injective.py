@@ -23,6 +23,8 @@ half-turn is exactly 2), so each edge's turn is the representative in (−2, 2) 
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -71,8 +73,17 @@ def _gram(rows: Sequence[Sequence[Fraction]], transpose: bool) -> list[list[Frac
 
 
 def _upper_eigen(G: list[list[Fraction]]) -> Fraction | None:
-    """A rational a with aI − G ≻ 0 (G symmetric PSD), from the float eigenvalue, checked."""
-    top = float(np.max(np.linalg.eigvalsh(np.array(G, dtype=np.float64)), initial=0.0))
+    """A rational a with aI − G ≻ 0 (G symmetric PSD), from the float eigenvalue, checked;
+    None when no float guess exists (an entry beyond float64's range: the test is silent)."""
+    try:
+        Gf = np.array(G, dtype=np.float64)
+    except OverflowError:
+        return None
+    if not np.all(np.isfinite(Gf)):
+        return None
+    top = float(np.max(np.linalg.eigvalsh(Gf), initial=0.0))
+    if not math.isfinite(top):
+        return None
     for slack in (1e-12, 1e-9, 1e-6, 1e-3):
         a = Fraction(top * (1 + slack) + slack).limit_denominator(1 << 40) + Fraction(1, 1 << 40)
         shifted = [[(a if i == k else 0) - G[i][k] for k in range(len(G))]
