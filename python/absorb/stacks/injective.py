@@ -24,7 +24,6 @@ half-turn is exactly 2), so each edge's turn is the representative in (−2, 2) 
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
