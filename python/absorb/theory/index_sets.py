@@ -20,12 +20,14 @@ import numpy as np
 
 from absorb import certificates, exact
 from absorb.blocks import Block, ObjectArray, rational_weights, stored_weights
+from absorb.budget import Cost
 from absorb.certificates import check_dual
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
     corrected,
     repair,
+    repair_cost,
     search_tolerance,
     storage_dtype,
 )
@@ -34,10 +36,11 @@ from absorb.exact import as_fractions
 from absorb.rationals import rational_text
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.construction import (
+    CHECK_POINTS,
     absorbing_block,
     check_construction,
+    corrected_construction,
     exact_absorbing_weights,
-    weights_json,
 )
 from absorb.theory.evidence import Evidence, attached_evidence
 from absorb.verdicts import (
@@ -306,9 +309,25 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
                "exact, and the sign-flip construction then absorbs the skip",
         details={"stored_weights_exactly": exactly,
                  "certificate": _certificate(result, A, block.d),
-                 "corrected_absorbing_block": weights_json(h),
+                 "corrected_absorbing_block": corrected_construction(h),
                  "corrected_construction_check": check_construction(fixed, h, rng),
                  "index_set_search": result.to_json()})
+
+
+def decision_cost(d: int, n: int) -> Cost:
+    """What deciding a float layer costs beyond its relaxation, predicted from (d, n):
+    the storage tolerance (|W_down||W_up|, one d×n×d product: 2nd² flops), and, for a layer
+    found absorbable only up to rounding with |S| = d (the least |S| when A has full rank):
+    the repair (:func:`~absorb.certificates.rounding.repair_cost`), the exact checks of S
+    (the search's and the verdict's: a d×d×d float64 GEMM each and its integer passes,
+    counted as two GEMMs each, 8d³) and the construction check (f and h at CHECK_POINTS
+    inputs per scale, three scales: 6·4·P·n·d flops). Counted for every layer, since which
+    branch a layer takes is known only once it is decided: a random layer's prediction is
+    the larger by these terms (measured: 0.6–1.0 of it at d = 1024, 2048; planted 1.0–1.5)."""
+    tolerance = Cost(0.0, 2.0 * n * d * d)
+    check = Cost(0.0, 6 * 4.0 * CHECK_POINTS * n * d)
+    exact_checks = Cost(0.0, 8.0 * float(d) ** 3)
+    return tolerance + repair_cost(d, d) + exact_checks + check
 
 
 #: The exact search on float weights (rational Gram matrix: n²d rational operations) is run
