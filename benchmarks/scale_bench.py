@@ -203,15 +203,16 @@ def bench_devices(quick: bool) -> Any:
     return table
 
 
-def bench_scan(quick: bool, warm_up: bool = False) -> Any:
+def bench_scan(quick: bool, warm_up: bool = False, size: tuple[int, int] | None = None) -> Any:
     """An 8-layer GPT-NeoX checkpoint scanned serially, on 2 local workers, on Dask
     (``warm_up``: after one scan that is not reported, which pays the imports and the GEMM
-    rate's measurement)."""
+    rate's measurement; ``size``: (d, n) of its layers)."""
     import distributed
 
     from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
-    d, n, layers = (128, 512, 8) if quick else (256, 1024, 8)
+    d, n = size or ((128, 512) if quick else (256, 1024))
+    layers = 8
     rng = np.random.default_rng(0)
     tensors: dict[str, np.ndarray] = {}
     for i in range(layers):

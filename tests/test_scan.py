@@ -268,3 +268,21 @@ def test_the_layer_cost_counts_the_repair_and_the_overhead() -> None:
     assert cost.at(1e10) == pytest.approx(cost.flops / 1e10 + cost.overhead)
     gated = layer_cost(spec, get_activation("swiglu"))
     assert gated.flops < relaxation_cost(d, n).flops and gated.overhead > 0
+
+
+def test_small_layers_are_decided_on_one_blas_thread() -> None:
+    """A small layer's many small products run on one BLAS thread (on busy cores the threads'
+    waits cost more than the second thread gives); a large layer keeps the default count."""
+    from threadpoolctl import threadpool_info
+
+    from absorb.scan.tasks import SMALL_LAYER_WORK, blas_for
+
+    def counts() -> list[int]:
+        return [int(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = counts()
+    with blas_for(64, 256):
+        assert counts() == [1] * len(before)
+    assert counts() == before
+    with blas_for(SMALL_LAYER_WORK, 2):
+        assert counts() == before

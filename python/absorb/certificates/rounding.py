@@ -119,19 +119,31 @@ class RoundingRepair:
         }
 
 
+#: The normal equations are trusted when LAPACK's estimate of 1/κ₁ of their matrix is at least
+#: this (κ(B) ≤ 10⁵); below it, or when the Cholesky factorization fails, the pivoted QR.
+RCOND_NORMAL = 1e-10
+
+
 def least_norm_correction(B: Array, E: Array) -> Array:
     """ΔW = −E B⁺: of the ΔW minimizing ‖ΔW B + E‖_F, the one of least Frobenius norm (each
     row x of ΔW is the least-norm least-squares solution of Bᵀxᵀ = −eᵀ, e that row of E).
 
-    LAPACK ``gelsy``: a complete orthogonal factorization of Bᵀ (QR with column pivoting,
-    then RZ), on :data:`~absorb.certificates.devices.FACTORIZATION_THREADS` BLAS thread. The
-    numerical rank r is where the pivoted R's estimated condition first exceeds 1/rcond,
-    rcond = ε·max(d, k), the cutoff ``numpy.linalg.lstsq`` (an SVD, ``gelsd``) puts on the
-    singular values; the solution is the least-norm one on that rank, as the SVD's. Both
-    factorizations are backward stable, so where the two ranks agree (a clear gap below σ_r)
-    they give the same ΔW to about max(d, k)·ε·κ·(‖ΔW‖_F + κ‖ΔW B + E‖_F/σ₁), κ = σ₁/σ_r
-    (Wedin's perturbation bound for least squares; tested against lstsq). Non-finite input
-    gives a NaN ΔW (no least-squares problem to solve).
+    For B (k×d) of full rank, B⁺ = Bᵀ(BBᵀ)⁻¹ (k ≤ d) or (BᵀB)⁻¹Bᵀ (k > d): the normal
+    equations with M = BBᵀ or BᵀB, by Cholesky (``potrf``/``potrs``), then one step of
+    refinement (the normal equations' residual solved again with the same factor), all on
+    :data:`~absorb.certificates.devices.FACTORIZATION_THREADS` BLAS thread. Used when the
+    factorization succeeds and LAPACK's estimate of 1/κ₁(M) is at least
+    :data:`RCOND_NORMAL`; then ΔW agrees with the SVD's (``numpy.linalg.lstsq``) to about
+    max(d, k)·ε·κ²·(‖ΔW‖_F + ‖ΔW B + E‖_F/σ₁), κ = σ₁/σ_min of B (the normal equations'
+    error bound; the refinement step usually brings it to the QR's κ in place of κ²). Else
+    LAPACK ``gelsy``, a complete orthogonal factorization of Bᵀ (QR with column pivoting),
+    on the numerical rank r where the pivoted R's estimated condition first exceeds 1/rcond,
+    rcond = ε·max(d, k) (the cutoff ``numpy.linalg.lstsq`` puts on the singular values), to
+    about max(d, k)·ε·κ_r·(‖ΔW‖_F + κ_r‖ΔW B + E‖_F/σ₁), κ_r = σ₁/σ_r, where both see the
+    same rank (a clear gap below σ_r). Both tested against lstsq. Measured on one thread at
+    d = k = 2048 with other jobs running: Cholesky 1.9–2.3 s, ``gelsy`` 4.4–7.1 s (idle, d =
+    1024: 0.16 s and 0.22 s; numpy's threaded SVD took 12.2 s). Non-finite input gives a
+    NaN ΔW (no least-squares problem to solve).
     """
     k, d = B.shape
     if k == 0:
@@ -139,9 +151,41 @@ def least_norm_correction(B: Array, E: Array) -> Array:
     if not (np.all(np.isfinite(B)) and np.all(np.isfinite(E))):
         return np.full((E.shape[0], k), np.nan)
     with factorization_threads():
-        X = sla.lstsq(B.T, -E.T, cond=np.finfo(np.float64).eps * max(d, k),
-                      lapack_driver="gelsy", check_finite=False)[0]
-    delta: Array = np.ascontiguousarray(X.T, dtype=np.float64)
+        delta = _normal_equations(B, E)
+        if delta is None:
+            X = sla.lstsq(B.T, -E.T, cond=np.finfo(np.float64).eps * max(d, k),
+                          lapack_driver="gelsy", check_finite=False)[0]
+            delta = X.T
+    out: Array = np.ascontiguousarray(delta, dtype=np.float64)
+    return out
+
+
+def _normal_equations(B: Array, E: Array) -> Array | None:
+    """−E B⁺ by Cholesky of BBᵀ (k ≤ d) or BᵀB (k > d) and one refinement step; None when
+    that matrix is not numerically positive definite or worse conditioned than
+    :data:`RCOND_NORMAL` (the caller then uses the pivoted QR)."""
+    k, d = B.shape
+    wide = k <= d
+    M = B @ B.T if wide else B.T @ B
+    factor, info = sla.lapack.dpotrf(M, lower=0, clean=1)
+    if info != 0:
+        return None
+    rcond, info = sla.lapack.dpocon(factor, float(np.linalg.norm(M, 1)))  # upper factor
+    if info != 0 or not rcond >= RCOND_NORMAL:
+        return None
+
+    def solve(R: Array) -> Array:
+        out: Array = sla.lapack.dpotrs(factor, R, lower=0)[0]
+        return out
+
+    def correction(R: Array) -> Array:
+        """The least-norm δ with δ B = −R (consistent) or least squares (k ≤ d)."""
+        if wide:  # δ = −R Bᵀ M⁻¹
+            return -solve(B @ R.T).T
+        return -(B @ solve(R.T)).T  # δ = −R M⁻¹ Bᵀ
+
+    delta = correction(E)
+    delta += correction(delta @ B + E)  # refinement: what the first solve left over
     return delta
 
 
@@ -149,18 +193,17 @@ def repair_cost(d: int, k: int) -> Cost:
     """Predicted peak bytes and work of :func:`repair` with |S| = k, in flops at the GEMM rate.
 
     Memory: B, E, ΔW, the rounding bound and the repaired product (five d×max(d, k)
-    floats), plus ``gelsy``'s copy of Bᵀ and of the right-hand sides (two more).
-    Work: the products E, the rounding bound and the check after (three d×k×d GEMMs, 6d²k),
-    and the pivoted QR with its solve, about 2dk² + 2d²k flops (m = max(d, k), r = min(d, k):
-    2mr² − 2r³/3 for the QR, 4mr·d for applying it and the triangular solves to d right-hand
-    sides), counted eight times: ``gelsy`` runs on one BLAS thread and its pivoting is
-    matrix-vector work (measured here: d = k = 1024 in 0.22 s and 2048 in 1.5 s, 8–13 GEMMs
-    of the same size on two threads).
+    floats), plus the normal equations' matrix and right-hand sides (two more).
+    Work: the products E, the rounding bound and the check after (three d×k×d GEMMs, 6d²k);
+    the least squares by the normal equations (m = max(d, k), r = min(d, k)): M (2mr²), its
+    Cholesky (r³/3), two solves with refinement (4r²d) and the products with B (6kd²),
+    about 12d³ at k = d, on one BLAS thread: measured 8–16d³ at the two-thread GEMM rate
+    (d = k = 1024 idle: 0.16 s, 8 GEMMs of d×d×d; 2048 under load: 1.9–2.3 s, 4–4.5).
     """
     dd, kk = float(d), float(k)
     m, r = max(dd, kk), min(dd, kk)
-    qr = 2.0 * m * r * r - 2.0 * r**3 / 3.0 + 4.0 * m * r * dd
-    return Cost(FLOAT_BYTES * 7.0 * dd * m, 6.0 * dd * dd * kk + 8.0 * qr)
+    solve = 2.0 * m * r * r + r**3 / 3.0 + 4.0 * r * r * dd + 6.0 * kk * dd * dd
+    return Cost(FLOAT_BYTES * 7.0 * dd * m, 6.0 * dd * dd * kk + solve)
 
 
 def repair(W_up: Array, W_down: Array, A: Array, S: Sequence[int], dtype: str,

@@ -22,6 +22,7 @@ from absorb import certificates, exact
 from absorb.blocks import Block, ObjectArray, rational_weights, stored_weights
 from absorb.budget import Cost
 from absorb.certificates import check_dual
+from absorb.certificates.recheck import EXACT_OPS
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     UNIT_ROUNDOFF,
@@ -314,20 +315,30 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
                  "index_set_search": result.to_json()})
 
 
+#: Seconds per unit of the exact certificate check below EXACT_OPS: its Chinese remaindering
+#: runs per unit in Python (measured: 1–3 ms at n = 64–256 beside 2–3 ms of fixed overhead).
+EXACT_CHECK_SECONDS_PER_UNIT = 2e-5
+
+
 def decision_cost(d: int, n: int) -> Cost:
     """What deciding a float layer costs beyond its relaxation, predicted from (d, n):
-    the storage tolerance (|W_down||W_up|, one d×n×d product: 2nd² flops), and, for a layer
-    found absorbable only up to rounding with |S| = d (the least |S| when A has full rank):
-    the repair (:func:`~absorb.certificates.rounding.repair_cost`), the exact checks of S
-    (the search's and the verdict's: a d×d×d float64 GEMM each and its integer passes,
-    counted as two GEMMs each, 8d³) and the construction check (f and h at CHECK_POINTS
-    inputs per scale, three scales: 6·4·P·n·d flops). Counted for every layer, since which
-    branch a layer takes is known only once it is decided: a random layer's prediction is
-    the larger by these terms (measured: 0.6–1.0 of it at d = 1024, 2048; planted 1.0–1.5)."""
+    the storage tolerance (|W_down||W_up|, one d×n×d product: 2nd² flops); the certificate's
+    exact check where n·d² ≤ ``recheck.EXACT_OPS`` (per unit:
+    :data:`EXACT_CHECK_SECONDS_PER_UNIT`); and, for a layer found absorbable only up to
+    rounding with |S| = d (the least |S| when A has full rank): the repair
+    (:func:`~absorb.certificates.rounding.repair_cost`), the exact checks of S (the
+    search's and the verdict's: a d×d×d float64 GEMM each and its integer passes, counted as
+    two GEMMs each, 8d³) and the construction check (f and h at CHECK_POINTS inputs per
+    scale, three scales: 6·4·P·n·d flops). Counted for every layer, since which branch a
+    layer takes is known only once it is decided: a random layer's prediction is the larger
+    by these terms (about half its relaxation's flops at d = 1024, n = 4d; a third at
+    2048)."""
     tolerance = Cost(0.0, 2.0 * n * d * d)
+    exact_certificate = Cost(0.0, 0.0, EXACT_CHECK_SECONDS_PER_UNIT * n
+                             if n * d * d <= EXACT_OPS else 0.0)
     check = Cost(0.0, 6 * 4.0 * CHECK_POINTS * n * d)
     exact_checks = Cost(0.0, 8.0 * float(d) ** 3)
-    return tolerance + repair_cost(d, d) + exact_checks + check
+    return tolerance + exact_certificate + repair_cost(d, d) + exact_checks + check
 
 
 #: The exact search on float weights (rational Gram matrix: n²d rational operations) is run
