@@ -25,7 +25,6 @@ from absorb.checkpoints.inspection import load_block
 from absorb.checkpoints.reading import Checkpoint
 from absorb.errors import AbsorbError
 
-
 #: Layers whose Gram work n²d is at most this are decided on one BLAS thread: their many
 #: small products wait for every thread at each call, which on busy cores costs more than the
 #: second thread gives (8 layers of d = 256, n = 1024 at load 3–4: 0.86–1.0 s on one thread,
