@@ -236,19 +236,9 @@ theorem reluAtInfinity_of_mul {σ Φ : ℝ → ℝ} (hσ : ∀ w, σ w = w * Φ 
     linear_combination (-(z * Φ (t * z + c))) * hinv
   rcases lt_trichotomy z 0 with hz | rfl | hz
   · -- `z < 0`: the argument tends to `-∞`, where `Φ → 0`.
-    have h1 : Tendsto (fun t : ℝ => t * z) atTop atBot := by
-      first
-      | exact tendsto_id.atTop_mul_const_of_neg hz
-      | exact tendsto_id.atTop_mul_neg_const hz
-      | exact (tendsto_neg_atTop_atBot.comp (tendsto_id.atTop_mul_const (neg_pos.2 hz))).congr
-          fun t => by
-            show -(t * -z) = t * z
-            ring
-    have harg : Tendsto (fun t : ℝ => t * z + c) atTop atBot := by
-      first
-      | exact tendsto_atBot_add_const_right _ c h1
-      | exact tendsto_atBot_add_const_right c h1
-      | exact h1.atBot_add tendsto_const_nhds
+    have h1 : Tendsto (fun t : ℝ => t * z) atTop atBot := tendsto_id.atTop_mul_const_of_neg hz
+    have harg : Tendsto (fun t : ℝ => t * z + c) atTop atBot :=
+      tendsto_atBot_add_const_right _ c h1
     have hprod : Tendsto (fun t : ℝ => (z + c * t⁻¹) * Φ (t * z + c)) atTop (𝓝 (z * 0)) :=
       hlin.mul (hBot.comp harg)
     rw [mul_zero] at hprod
@@ -262,11 +252,8 @@ theorem reluAtInfinity_of_mul {σ Φ : ℝ → ℝ} (hσ : ∀ w, σ w = w * Φ 
     rw [mul_zero, zero_add, div_eq_mul_inv]
   · -- `z > 0`: the argument tends to `+∞`, where `Φ → 1`.
     have h1 : Tendsto (fun t : ℝ => t * z) atTop atTop := tendsto_id.atTop_mul_const hz
-    have harg : Tendsto (fun t : ℝ => t * z + c) atTop atTop := by
-      first
-      | exact tendsto_atTop_add_const_right _ c h1
-      | exact tendsto_atTop_add_const_right c h1
-      | exact h1.atTop_add tendsto_const_nhds
+    have harg : Tendsto (fun t : ℝ => t * z + c) atTop atTop :=
+      tendsto_atTop_add_const_right _ c h1
     have hprod : Tendsto (fun t : ℝ => (z + c * t⁻¹) * Φ (t * z + c)) atTop (𝓝 (z * 1)) :=
       hlin.mul (hTop.comp harg)
     rw [mul_one] at hprod

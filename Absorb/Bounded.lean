@@ -6,7 +6,7 @@ import Absorb.BiasBlowup
 import Absorb.Necessary
 import Mathlib.Algebra.Order.BigOperators.Group.Finset
 import Mathlib.Analysis.SpecialFunctions.Trigonometric.Basic
-import Mathlib.Tactic.PushNeg
+import Mathlib.Tactic.Push
 import Mathlib.Tactic.Linarith
 
 /-!

@@ -16,8 +16,8 @@ import Mathlib.Tactic.Linarith
 of a residual-free ReLU block `h(x) = V ReLU(Q x)` of width `m < 2 d`. For a point `x` off the
 hyperplanes of the nonzero rows of `Q`, the active sets `{j : (Q x)_j > 0}` and
 `{j : (Q (-x))_j > 0}` are disjoint, so one of `x`, `-x` — call it `x₀` — has fewer than `d`
-active units. On the cone of points `t x₀ + v` with `t` large (an explicit `t`, no limit), `h`
-is affine with linear part `M = V D Q` (`D` the 0/1 pattern of `x₀`), of rank below `d`
+active units. On the cone of points `t x₀ + v` with `t ≥ t₀(v)` (an explicit `t₀`, no limit),
+`h` is affine with linear part `M = V D Q` (`D` the 0/1 pattern of `x₀`), of rank below `d`
 (`Absorb.exists_cone_linear_rank_lt`).
 
 For one block this settles the question: if the ReLU skip block `f(x) = A x + W ReLU(U x)`
@@ -29,19 +29,30 @@ direction `v`), but `rank J = d > rank M` (`Absorb.not_absorbable_of_narrow`). T
 when the absorbing block has the same width `n < 2 d`
 (`Absorb.not_absorbable_biased_of_narrow`, `Absorb.not_absorbable_ungated_of_narrow`).
 
+The same counting gives the elementary half of **Corollary B0** (`THEORY.md` §12): the ReLU
+layer `x ↦ ReLU(P x)` with fewer than `2 d` rows is not injective. The active rows at `x₀` span
+less than `ℝ^d`, so some `v ≠ 0` is orthogonal to all of them, and `t x₀ + v`, `t x₀` have the
+same image for `t` large (`Absorb.not_injective_relu_of_lt_two_mul`); a residual-free block
+`V ReLU(P x)` of width below `2 d` is therefore not injective either
+(`Absorb.not_injective_ungatedMap_relu_of_lt_two_mul`).
+
 ## Scope
 
 Formal: the single-block statement (depth one) for ReLU without biases and any absorbing width
 `m < 2 d`, its biased and ReLU-at-infinity forms through bias_blowup, and the first-layer core
 of the stack statement (a residual-free ReLU block of width `m < 2 d` is affine of rank `< d`
-on an open cone). Not formal: the depth-`L` statement of `THEORY.md` §12 (the open-image
-argument for the residual stack `R` and the null image of the residual-free stack `H`).
+on an open cone), and the elementary half of Corollary B0 (a ReLU layer, or a residual-free ReLU
+block, narrower than `2 d` is not injective). Not formal: the depth-`L` statement of `THEORY.md`
+§12 (the open-image argument for the residual stack `R` and the null image of the residual-free
+stack `H`), and B0's other half (an injective residual stack forces every layer of `H` to be
+injective: invariance of domain).
 
 ## Main definitions
 
 * `Absorb.reluPattern U x` : the 0/1 activation pattern of the units of `U` at `x`.
 * `Absorb.patternJacobian A W x` : `A + W_down D(x) W_up`, the Jacobian of the ReLU skip block
   on the region of `x`.
+* `Absorb.reluLayer P` : the ReLU layer `x ↦ ReLU(P x)`.
 
 ## Main results
 
@@ -49,11 +60,15 @@ argument for the residual stack `R` and the null image of the residual-free stac
 * `Absorb.exists_pos_mul_abs_ge` : the explicit scale `t` of the cone.
 * `Absorb.ungatedMap_relu_add` : a ReLU block is affine on the cone.
 * `Absorb.card_pos_add_card_pos_neg_le`, `Absorb.exists_generic_narrow` : the counting step.
-* `Absorb.rank_lt_of_card_lt` : the linear piece has rank below `d`.
+* `Absorb.rank_diagonal_mul_lt_of_card_lt`, `Absorb.rank_lt_of_card_lt` : the active rows, and
+  the linear piece, have rank below `d`.
 * `Absorb.exists_cone_linear_rank_lt` : the first-layer core of **depth_narrow**.
 * `Absorb.not_absorbable_of_narrow` : **depth_narrow**, one block, ReLU, no biases.
 * `Absorb.not_absorbable_biased_of_narrow`, `Absorb.not_absorbable_ungated_of_narrow` : through
   **bias_blowup**.
+* `Absorb.exists_ne_zero_mulVec_eq_zero_of_rank_lt` : rank–nullity, a nonzero kernel vector.
+* `Absorb.not_injective_relu_of_lt_two_mul`, `Absorb.not_injective_ungatedMap_relu_of_lt_two_mul` :
+  **Corollary B0**, the elementary half.
 -/
 
 open Matrix
@@ -212,44 +227,59 @@ theorem exists_generic_narrow {ι : Type*} [Fintype ι] (Q : Matrix (Fin m) (Fin
     · rw [dotProduct_neg]
       exact neg_ne_zero.2 (hqQ j hj)
 
+/-- Only active units have a nonzero pattern entry: `#{j : D_jj ≠ 0} ≤ #{j : (U x₀)_j > 0}` for
+`D = diag (Absorb.reluPattern U x₀)`. -/
+theorem card_reluPattern_ne_zero_le (U : Matrix (Fin n) (Fin d) ℝ) (x₀ : Fin d → ℝ) :
+    Fintype.card {j // reluPattern U x₀ j ≠ 0} ≤ Fintype.card {j // 0 < (U *ᵥ x₀) j} := by
+  refine Fintype.card_le_of_injective (fun j => ⟨j.1, ?_⟩) ?_
+  · by_contra hn
+    exact j.2 (if_neg hn)
+  · intro a b hab
+    exact Subtype.ext (congrArg Subtype.val hab)
+
+/-- **The active rows span less than `ℝ^d`.** If fewer than `d` units of `U` are active at `x₀`,
+then `rank (D U) ≤ rank D = #{j : D_jj ≠ 0} < d`, with `D = diag (Absorb.reluPattern U x₀)`. -/
+theorem rank_diagonal_mul_lt_of_card_lt (U : Matrix (Fin n) (Fin d) ℝ) {x₀ : Fin d → ℝ}
+    (hcard : Fintype.card {j // 0 < (U *ᵥ x₀) j} < d) :
+    (diagonal (reluPattern U x₀) * U).rank < d := by
+  calc (diagonal (reluPattern U x₀) * U).rank
+      _ ≤ (diagonal (reluPattern U x₀)).rank := Matrix.rank_mul_le_left _ _
+      _ = Fintype.card {j // reluPattern U x₀ j ≠ 0} := Matrix.rank_diagonal _
+      _ ≤ Fintype.card {j // 0 < (U *ᵥ x₀) j} := card_reluPattern_ne_zero_le U x₀
+      _ < d := hcard
+
 /-- **The linear piece has rank below `d`.** If fewer than `d` units of `V` are active at `x₀`,
-then `rank (V_down D V_up) ≤ rank D = #{active units} < d`. -/
+then `rank (V_down D V_up) ≤ rank (D V_up) < d` (`Absorb.rank_diagonal_mul_lt_of_card_lt`). -/
 theorem rank_lt_of_card_lt (V : UngatedWeights d m) {x₀ : Fin d → ℝ}
     (hcard : Fintype.card {j // 0 < (V.up *ᵥ x₀) j} < d) :
     (V.down * diagonal (reluPattern V.up x₀) * V.up).rank < d := by
-  have hinj : Fintype.card {j // reluPattern V.up x₀ j ≠ 0} ≤
-      Fintype.card {j // 0 < (V.up *ᵥ x₀) j} := by
-    refine Fintype.card_le_of_injective (fun j => ⟨j.1, ?_⟩) ?_
-    · by_contra hn
-      exact j.2 (if_neg hn)
-    · intro a b hab
-      exact Subtype.ext (congrArg Subtype.val hab)
   calc (V.down * diagonal (reluPattern V.up x₀) * V.up).rank
-      _ ≤ (V.down * diagonal (reluPattern V.up x₀)).rank := Matrix.rank_mul_le_left _ _
-      _ ≤ (diagonal (reluPattern V.up x₀)).rank := Matrix.rank_mul_le_right _ _
-      _ = Fintype.card {j // reluPattern V.up x₀ j ≠ 0} := Matrix.rank_diagonal _
-      _ ≤ Fintype.card {j // 0 < (V.up *ᵥ x₀) j} := hinj
-      _ < d := hcard
+      _ = (V.down * (diagonal (reluPattern V.up x₀) * V.up)).rank := by rw [Matrix.mul_assoc]
+      _ ≤ (diagonal (reluPattern V.up x₀) * V.up).rank := Matrix.rank_mul_le_right _ _
+      _ < d := rank_diagonal_mul_lt_of_card_lt V.up hcard
 
 /-! ### depth_narrow -/
 
 /-- **depth_narrow, first-layer core** (ours): a residual-free ReLU block of width `m < 2 d` is
 affine of rank below `d` on a cone: there are `x₀` and `M` with `rank M < d` such that for every
-direction `v` some `t > 0` has `h(t x₀ + v) = h(t x₀) + M v`. So every residual-free stack whose
-first block is this one is, on that cone, a function of `M v`. -/
+direction `v` there is a `t₀ > 0` with `h(t x₀ + v) = h(t x₀) + M v` for every `t ≥ t₀`. So every
+residual-free stack whose first block is this one is, on that cone, a function of `M v`. -/
 theorem exists_cone_linear_rank_lt (V : UngatedWeights d m) (hm : m < 2 * d) :
     ∃ (x₀ : Fin d → ℝ) (M : Matrix (Fin d) (Fin d) ℝ), M.rank < d ∧
-      ∀ v, ∃ t : ℝ, 0 < t ∧
+      ∀ v, ∃ t₀ : ℝ, 0 < t₀ ∧ ∀ t : ℝ, t₀ ≤ t →
         ungatedMap relu V (t • x₀ + v) = ungatedMap relu V (t • x₀) + M *ᵥ v := by
   obtain ⟨x₀, -, hVgen, hcard⟩ :=
     exists_generic_narrow V.up hm (fun e : Empty => e.elim) (fun e => e.elim)
   refine ⟨x₀, _, rank_lt_of_card_lt V hcard, fun v => ?_⟩
-  obtain ⟨t, ht, hb⟩ := exists_pos_mul_abs_ge (V.up *ᵥ x₀) (V.up *ᵥ v)
+  obtain ⟨t₀, ht₀, hb⟩ := exists_pos_mul_abs_ge (V.up *ᵥ x₀) (V.up *ᵥ v)
     (fun j h => mulVec_apply_eq_zero_of_generic hVgen j h v)
-  exact ⟨t, ht, ungatedMap_relu_add V (t • x₀) v x₀ (fun j => pos_mulVec_smul_iff V.up ht x₀ j)
-    (fun j => by
-      rw [abs_mulVec_smul V.up ht]
-      exact hb j)⟩
+  refine ⟨t₀, ht₀, fun t ht => ?_⟩
+  have htpos : 0 < t := lt_of_lt_of_le ht₀ ht
+  -- `|(V v)_j| ≤ t₀ |(V x₀)_j| ≤ t |(V x₀)_j| = |(V (t x₀))_j|`.
+  have hbt : ∀ j, |(V.up *ᵥ v) j| ≤ |(V.up *ᵥ (t • x₀)) j| := fun j => by
+    rw [abs_mulVec_smul V.up htpos]
+    exact (hb j).trans (mul_le_mul_of_nonneg_right ht (abs_nonneg _))
+  exact ungatedMap_relu_add V (t • x₀) v x₀ (fun j => pos_mulVec_smul_iff V.up htpos x₀ j) hbt
 
 /-- **depth_narrow, one block** (ours). Let `f(x) = A x + W_down ReLU(W_up x)` (no biases, any
 skip `A`) have `det (A + W_down D W_up) ≠ 0` for the pattern `D` of every point off the
@@ -324,6 +354,91 @@ theorem not_absorbable_ungated_of_narrow {σ : ℝ → ℝ} (hσ : ReluAtInfinit
       (patternJacobian A W y).det ≠ 0) :
     ¬ Absorbable (ungated σ d n) (skipMap A (ungated σ d n) W) :=
   fun h => not_absorbable_of_narrow A W hn hdet (absorbable_relu_of_absorbable_ungated hσ A W h)
+
+/-! ### Corollary B0, the elementary half: a narrow ReLU layer is not injective -/
+
+/-- The ReLU layer `x ↦ ReLU(P x)` of `P : ℝ^d → ℝ^n` (no biases): the hidden activations of a
+residual-free block `x ↦ V ReLU(P x)`. -/
+def reluLayer (P : Matrix (Fin n) (Fin d) ℝ) (x : Fin d → ℝ) : Fin n → ℝ :=
+  fun i => relu ((P *ᵥ x) i)
+
+/-- **A matrix of rank below `d` kills a nonzero vector** (rank–nullity for
+`M.mulVecLin : ℝ^d → ℝ^k`: `rank M + dim ker M = d`). -/
+theorem exists_ne_zero_mulVec_eq_zero_of_rank_lt {k : ℕ} (M : Matrix (Fin k) (Fin d) ℝ)
+    (h : M.rank < d) : ∃ v : Fin d → ℝ, v ≠ 0 ∧ M *ᵥ v = 0 := by
+  have hnull : Module.finrank ℝ (LinearMap.range M.mulVecLin) +
+      Module.finrank ℝ (LinearMap.ker M.mulVecLin) = d :=
+    (LinearMap.finrank_range_add_finrank_ker M.mulVecLin).trans (Module.finrank_fin_fun ℝ)
+  have hrank : M.rank = Module.finrank ℝ (LinearMap.range M.mulVecLin) := rfl
+  have hker : LinearMap.ker M.mulVecLin ≠ ⊥ := by
+    intro hbot
+    have h0 : Module.finrank ℝ (LinearMap.ker M.mulVecLin) = 0 := by
+      rw [hbot]
+      exact finrank_bot ℝ (Fin d → ℝ)
+    omega
+  obtain ⟨v, hv, hv0⟩ := Submodule.exists_mem_ne_zero_of_ne_bot hker
+  exact ⟨v, hv0, (Matrix.mulVecLin_apply M v).symm.trans (LinearMap.mem_ker.1 hv)⟩
+
+/-- A direction killed by `D P` (`D = diag (Absorb.reluPattern P x₀)`) is orthogonal to every row
+of `P` that is active at `x₀`: `(P v)_i = 0` where `(P x₀)_i > 0`. -/
+theorem mulVec_apply_eq_zero_of_active {P : Matrix (Fin n) (Fin d) ℝ} {x₀ v : Fin d → ℝ}
+    (hv : (diagonal (reluPattern P x₀) * P) *ᵥ v = 0) (i : Fin n) (hi : 0 < (P *ᵥ x₀) i) :
+    (P *ᵥ v) i = 0 := by
+  -- `h : (D P v)_i = 0_i`, and `(D P v)_i = D_ii (P v)_i = (P v)_i` since `D_ii = 1`.
+  have h := congrFun hv i
+  have hw : reluPattern P x₀ i = 1 := if_pos hi
+  rw [← Matrix.mulVec_mulVec, Matrix.mulVec_diagonal, hw, one_mul] at h
+  exact h
+
+/-- **Moving along `v` changes nothing on the cone.** If `|(P v)_i| ≤ t |(P x₀)_i|` (`t > 0`) and
+`(P v)_i = 0` whenever unit `i` is active at `x₀`, then
+`ReLU((P (t x₀ + v))_i) = ReLU((P (t x₀))_i)`: an inactive unit stays inactive
+(`Absorb.relu_add_of_abs_le`), an active one does not move. -/
+theorem relu_mulVec_smul_add_eq {P : Matrix (Fin n) (Fin d) ℝ} {x₀ v : Fin d → ℝ} {t : ℝ}
+    (ht : 0 < t) (i : Fin n) (hb : |(P *ᵥ v) i| ≤ t * |(P *ᵥ x₀) i|)
+    (hact : 0 < (P *ᵥ x₀) i → (P *ᵥ v) i = 0) :
+    relu ((P *ᵥ (t • x₀ + v)) i) = relu ((P *ᵥ (t • x₀)) i) := by
+  have hab : |(P *ᵥ v) i| ≤ |(P *ᵥ (t • x₀)) i| := by
+    rw [abs_mulVec_smul P ht x₀ i]
+    exact hb
+  have hsplit : (P *ᵥ (t • x₀ + v)) i = (P *ᵥ (t • x₀)) i + (P *ᵥ v) i := by
+    rw [Matrix.mulVec_add, Pi.add_apply]
+  rw [hsplit, relu_add_of_abs_le hab]
+  by_cases h : 0 < (P *ᵥ (t • x₀)) i
+  · rw [if_pos h, hact ((pos_mulVec_smul_iff P ht x₀ i).1 h), add_zero]
+  · rw [if_neg h, add_zero]
+
+/-- **Corollary B0, the elementary half** (cf. Puthawala et al., JMLR 2022): a ReLU layer
+`x ↦ ReLU(P x)` with fewer than `2 d` rows is not injective. Take `x₀` off the hyperplanes of
+the nonzero rows of `P` with fewer than `d` active units (`Absorb.exists_generic_narrow`); the
+active rows span less than `ℝ^d` (`Absorb.rank_diagonal_mul_lt_of_card_lt`), so some `v ≠ 0` is
+orthogonal to all of them; for `t` large, `t x₀ + v` and `t x₀` have the same image. -/
+theorem not_injective_relu_of_lt_two_mul (P : Matrix (Fin n) (Fin d) ℝ) (hn : n < 2 * d) :
+    ¬ Function.Injective (reluLayer P) := by
+  intro hinj
+  obtain ⟨x₀, -, hgen, hcard⟩ :=
+    exists_generic_narrow P hn (fun e : Empty => e.elim) (fun e => e.elim)
+  obtain ⟨v, hv0, hv⟩ :=
+    exists_ne_zero_mulVec_eq_zero_of_rank_lt _ (rank_diagonal_mul_lt_of_card_lt P hcard)
+  obtain ⟨t, ht, hb⟩ := exists_pos_mul_abs_ge (P *ᵥ x₀) (P *ᵥ v)
+    (fun i h => mulVec_apply_eq_zero_of_generic hgen i h v)
+  have heq : reluLayer P (t • x₀ + v) = reluLayer P (t • x₀) := by
+    funext i
+    show relu ((P *ᵥ (t • x₀ + v)) i) = relu ((P *ᵥ (t • x₀)) i)
+    exact relu_mulVec_smul_add_eq ht i (hb i) (mulVec_apply_eq_zero_of_active hv i)
+  have hsame : t • x₀ + v = t • x₀ + 0 := (hinj heq).trans (add_zero (t • x₀)).symm
+  exact hv0 (add_left_cancel hsame)
+
+/-- **Corollary B0 for a residual-free block** (ours): `x ↦ V_down ReLU(V_up x)` of width
+`m < 2 d` is not injective, since it factors through the ReLU layer of `V_up`
+(`Absorb.not_injective_relu_of_lt_two_mul`). So no residual-free ReLU block narrower than `2 d`
+equals an injective map, e.g. an injective residual block. -/
+theorem not_injective_ungatedMap_relu_of_lt_two_mul (V : UngatedWeights d m) (hm : m < 2 * d) :
+    ¬ Function.Injective (ungatedMap relu V) := by
+  intro hinj
+  refine not_injective_relu_of_lt_two_mul V.up hm fun x y hxy => hinj ?_
+  show V.down *ᵥ reluLayer V.up x = V.down *ᵥ reluLayer V.up y
+  rw [hxy]
 
 end Absorb
 

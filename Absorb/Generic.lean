@@ -2,7 +2,7 @@ import Absorb.Basic
 import Mathlib.MeasureTheory.Measure.Lebesgue.EqHaar
 import Mathlib.Tactic.Linarith
 import Mathlib.Tactic.Ring
-import Mathlib.Tactic.PushNeg
+import Mathlib.Tactic.Push
 
 /-!
 # Index sets exist only on a null set of down-projections

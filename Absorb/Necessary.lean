@@ -281,10 +281,8 @@ theorem exists_dotProduct_ne_zero_fin :
     classical
     obtain ⟨q, hq⟩ := exists_dotProduct_ne_zero_fin m (fun l => z l.succ) (fun l => hz l.succ)
     obtain ⟨t, ht⟩ : ∃ t : ℝ,
-        t ∉ Finset.univ.image (fun l : Fin (m + 1) => -(z l ⬝ᵥ q) / (z l ⬝ᵥ z 0)) := by
-      first
-        | exact Infinite.exists_not_mem_finset _
-        | exact Infinite.exists_notMem_finset _
+        t ∉ Finset.univ.image (fun l : Fin (m + 1) => -(z l ⬝ᵥ q) / (z l ⬝ᵥ z 0)) :=
+      Infinite.exists_not_mem_finset _
     refine ⟨q + t • z 0, fun l hl => ?_⟩
     have e : z l ⬝ᵥ (q + t • z 0) = z l ⬝ᵥ q + t * (z l ⬝ᵥ z 0) := by
       rw [dotProduct_add, dotProduct_smul, smul_eq_mul]

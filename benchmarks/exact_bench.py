@@ -13,7 +13,11 @@ Three tables, every ratio measured in the same run:
    primes below 2²², products on float64 BLAS) against one float64 GEMM of the same size,
    for an S that holds (all primes needed) and one that fails (rejected at the first prime);
 3. a planted float32 layer (the set holds only up to rounding) against a random one of the
-   same size: whole-search time (relaxation, rounding of s, exact check, certificate).
+   same size: whole-search time (relaxation, rounding of s, exact check, certificate);
+4. adversarial inputs beside generic ones of the same n: the collision input (W_down entries
+   multiples of the product of the fingerprint primes, W_up entries over it: every half-sum
+   collides), for the fixed primes of earlier versions and for the primes this run draws
+   (an adversary who knows the seed), and coarse weights k/8 (many equal half-sums).
 
 Also a section of ``benchmarks/run.py`` (``bench_exact``).
 """
@@ -21,21 +25,27 @@ Also a section of ``benchmarks/run.py`` (``bench_exact``).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from absorb.certificates import find_index_set, plan_search, relaxation_cost
-from absorb.certificates.enumeration import exact_meet_in_the_middle, meet_in_the_middle
+from absorb.certificates.enumeration import (
+    draw_primes,
+    exact_meet_in_the_middle,
+    meet_in_the_middle,
+)
 from absorb.certificates.index_set_search import plan_exact_search
 from absorb.checkpoints import matmul_rate
-from absorb.exact import as_fractions, integers, product_equals
+from absorb.exact import as_fractions, integers, primes_below, product_equals
 from tables import Table
 
 
@@ -87,7 +97,7 @@ def search_table(quick: bool) -> tuple[list[str], list[list[str]], list[str]]:
         run_float = pf.seconds < 60
         t_float, st_float = _float_engine(Wu, Wd, A) if run_float else (float("nan"), "—")
         t_exact, res = _once(lambda Wu=Wu, Wd=Wd, A=A: exact_meet_in_the_middle(
-            Wu, Wd, A, 1 << 40))
+            Wu, Wd, A, 1 << 40, seed=0))
         t_find, found = _once(lambda Wu=Wu, Wd=Wd, A=A: find_index_set(Wu, Wd, A, dual=False))
         q = [as_fractions(M) for M in (Wu, Wd, A)]
         t_q, found_q = _once(lambda q=q: find_index_set(*q, dual=False))
@@ -189,6 +199,67 @@ def layer_table(quick: bool) -> tuple[list[str], list[list[str]], list[str]]:
              "measured/predicted"], rows, notes)
 
 
+#: The seed of the adversarial table's fingerprint primes (the adversary is told it).
+ADVERSARY_SEED = 2026
+
+
+def _collision(rng: np.random.Generator, n: int, P: int) -> tuple[Any, Any, Any]:
+    """Exact input whose fingerprints modulo the primes of P all vanish: W_down = P·K and
+    W_up = R/P (K even, R odd small integers), so the integer form of every product a_i b_iᵀ is
+    a multiple of P, and so is the target's (a = P): every half-sum matches every other. No
+    index set exists (Σ K_i R_iᵀ is even, −I is not)."""
+    K = 2 * rng.integers(1, 4, size=(2, n)) * rng.choice([-1, 1], size=(2, n))
+    R = rng.integers(1, 4, size=(n, 2)) * rng.choice([-1, 1], size=(n, 2))
+    Wd = np.array([[Fraction(int(k) * P) for k in row] for row in K], dtype=object)
+    Wu = np.array([[Fraction(int(r), P) for r in row] for row in R], dtype=object)
+    return Wu, Wd, as_fractions(np.eye(2))
+
+
+def _coarse(rng: np.random.Generator, n: int, planted: bool) -> tuple[Any, Any, Any]:
+    """Weights k/8 (k in −8..8): many subset sums coincide. A = I/128 (off the grid 1/64 of
+    the products: no index set) or the skip of a planted S of 9 units."""
+    Wu = rng.integers(-8, 9, size=(n, 2)) / 8
+    Wd = rng.integers(-8, 9, size=(2, n)) / 8
+    if not planted:
+        return Wu, Wd, np.eye(2) / 128
+    S = rng.choice(n, size=9, replace=False)
+    return Wu, Wd, -(Wd[:, S] @ Wu[S, :])
+
+
+def adversarial_table(quick: bool) -> tuple[list[str], list[list[str]], list[str]]:
+    rng = np.random.default_rng(25)
+    fixed = math.prod(primes_below(1 << 21, 3))  # the fingerprint primes before issue 25
+    drawn = math.prod(draw_primes(ADVERSARY_SEED, 1))
+    cases: list[tuple[int, str, Any]] = [
+        (24, "generic", lambda: _generic(rng, 2, 24)),
+        (24, "collision, fixed primes", lambda: _collision(rng, 24, fixed)),
+        (24, "collision, this run's primes", lambda: _collision(rng, 24, drawn)),
+        (40 if not quick else 32, "generic", lambda: _generic(rng, 2, 40 if not quick else 32)),
+        (40 if not quick else 32, "coarse k/8", lambda: _coarse(rng, 40 if not quick else 32,
+                                                                False)),
+        (40 if not quick else 32, "coarse k/8, planted", lambda: _coarse(
+            rng, 40 if not quick else 32, True)),
+    ]
+    rows, base = [], {}
+    for n, kind, make in cases:
+        Wu, Wd, A = (as_fractions(M) for M in make())
+        secs, res = _once(lambda Wu=Wu, Wd=Wd, A=A: find_index_set(
+            Wu, Wd, A, dual=False, seed=ADVERSARY_SEED))
+        base.setdefault(n, secs)
+        rows.append([str(n), kind, f"{res.status} ({res.method})", f"{secs:.3g}",
+                     f"{secs / base[n]:.2f}", "exact keys" if "exact keys" in res.detail
+                     else "fingerprints" if "fingerprints" in res.detail else "—"])
+    header = ["n", "instance", "find_index_set", "seconds", "× generic (same n)", "keys"]
+    notes = ["d = 2, A = I unless said; exact (Fraction) input, so the exact relaxation and "
+             "then the exact meet-in-the-middle decide; find_index_set(dual=False) with the "
+             f"fingerprint primes drawn from seed {ADVERSARY_SEED}",
+             "collision: W_down = P·K, W_up = R/P with P the product of the three primes "
+             "(the fixed ones of earlier versions, which took 148 s at n = 20; or this run's, "
+             "known to the adversary: past 64 failed confirmations the search turns to exact "
+             "keys, which need none)"]
+    return header, rows, notes
+
+
 @dataclass
 class Section:
     """Several tables under one section of benchmarks/run.py (its notes are the last's)."""
@@ -208,12 +279,14 @@ class Section:
 
 
 def bench_exact(quick: bool) -> Section:
-    """The three tables as one section of benchmarks/run.py."""
+    """The four tables as one section of benchmarks/run.py."""
     load = os.getloadavg()[0]
     out = []
     for title, fn in (("Exact index-set search against the float search, d = 2", search_table),
                       ("Exact check of an index set against one float64 GEMM", check_table),
-                      ("Planted against random float32 layer", layer_table)):
+                      ("Planted against random float32 layer", layer_table),
+                      ("Adversarial inputs beside generic ones of the same n",
+                       adversarial_table)):
         header, rows, notes = fn(quick)
         out.append(Table(title, header, rows, notes))
     out[-1].notes.append(f"load average at the start of these tables {load:.2f}, at their end "

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -124,3 +126,27 @@ def run_subprocess(argv: Sequence[str], cwd: Path = REPO) -> CliResult:
     proc = subprocess.run([sys.executable, "-m", "absorb", *argv], capture_output=True,
                           text=True, cwd=cwd, timeout=300, check=False)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+#: Tests that render a page in a real browser run where Chromium is installed.
+needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None,
+                                    reason="chromium not installed")
+
+
+def chromium_colors(page: Path, shot: Path, width: int,
+                    height: int = 1200) -> set[tuple[int, int, int]]:
+    """The colours of a headless Chromium screenshot of ``page`` in a ``width`` × ``height``
+    window (a fresh profile, no network beyond the file itself)."""
+    from PIL import Image
+
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={shot}",
+             f"--window-size={width},{height}", page.as_uri()],
+            check=True, capture_output=True, timeout=120,
+        )
+    with Image.open(shot) as img:
+        assert img.size == (width, height)
+        return {c for _, c in img.convert("RGB").getcolors(maxcolors=1 << 20) or []}

@@ -244,7 +244,7 @@ def test_json_round_trip_fields() -> None:
     res = find_index_set(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)))
     js = res.to_json()
     assert set(js) == {"status", "S", "method", "exact", "relaxation", "detail", "dual", "plan",
-                       "notes"}
+                       "notes", "seed"}
     rel = js["relaxation"]
     assert isinstance(rel, dict) and len(rel["s"]) == 4
 

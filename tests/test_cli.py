@@ -23,7 +23,7 @@ def _one_line_error(res: CliResult, code: int = 2) -> None:
     assert res.code == code, res.err
     lines = res.err.strip().splitlines()
     # stdout: nothing, or under --json exactly the error object
-    assert res.out == "" or json.loads(res.out) == {"error": lines[0][7:], "exit": 2}
+    assert res.out == "" or json.loads(res.out) == {"error": lines[0][7:], "exit": code}
     assert len(lines) == 1 and lines[0].startswith("error: "), res.err
     assert "Traceback" not in res.err
 
@@ -171,7 +171,7 @@ def test_verify_without_lake_exits_3(cli: Cli) -> None:
     res = cli("verify", "--root", str(REPO), "--json")
     assert res.code == 3 and res.err.startswith("error: ") and len(res.err.splitlines()) == 1
     obj = res.json()  # still one JSON object on stdout, for scripts
-    assert obj["ok"] is False and "lake" in str(obj["error"])
+    assert obj["exit"] == 3 and "lake" in str(obj["error"])
     _one_line_error(cli("verify", "--root", str(REPO)), code=3)
 
 
@@ -191,7 +191,7 @@ def test_internal_errors_exit_1_in_one_line(cli: Cli, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(absorb.theory, "decide", broken)
     res = cli("check", "--activation", "relu", "--d", "2", "--n", "3", "--json")
-    assert res.code == 1 and res.out == ""
+    assert res.code == 1 and res.json() == {"error": "RuntimeError: boom", "exit": 1}
     assert res.err.strip() == "internal error: RuntimeError: boom"
 
 

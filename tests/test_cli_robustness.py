@@ -235,7 +235,7 @@ def test_verify_json_is_an_object_even_when_a_tool_is_missing(tmp_path: Path) ->
                           check=False)
     assert proc.returncode == 3, proc.stderr
     obj = json.loads(proc.stdout)
-    assert obj["ok"] is False and obj["exit_code"] == 3 and "lake" in obj["error"]
+    assert obj["exit"] == 3 and "lake" in obj["error"] and set(obj) == {"error", "exit"}
     assert proc.stderr.strip() == f"error: {obj['error']}"
 
 

@@ -6,6 +6,8 @@ the Hub's layout (models--org--name/refs/main, snapshots/<commit>/...) made by t
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,28 @@ def test_a_missing_model_offline_is_one_line_exit_2(hub: Path, cli: Any) -> None
         res: CliResult = cli("inspect", ref)
         assert res.code == 2, res.err
         assert res.err.startswith(f"error: {ref}: no such local path") and \
-            res.err.count("\n") == 1 and "offline" in res.err
+            res.err.count("\n") == 1
+        # what to do, in this tool's terms: not the library's `local_files_only=False`
+        repo, _, revision = ref.partition("@")
+        assert "HF_HUB_OFFLINE is set, so nothing is downloaded" in res.err
+        assert f"run `absorb inspect {ref}` once without HF_HUB_OFFLINE" in res.err
+        assert f"`hf download {repo}{' --revision ' + revision if revision else ''}`" in res.err
+        assert "local_files_only" not in res.err and "local folder" in res.err
+
+
+def test_a_model_the_hub_cannot_serve_is_one_line_exit_2(tmp_path: Path) -> None:
+    """Online, with the Hub unreachable (an endpoint on 127.0.0.1 where nothing listens): the
+    library's reason, then what to do, in one line."""
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    proc = subprocess.run([sys.executable, "-m", "absorb", "inspect", "org/absent"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+                          env={**env, "HF_HOME": str(tmp_path / "hf"),
+                               "HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: org/absent: no such local path")
+    assert "it could not be downloaded (" in proc.stderr
+    assert "check the model id and the network" in proc.stderr
+    assert "`hf download org/absent`" in proc.stderr and "local_files_only" not in proc.stderr
 
 
 def test_without_huggingface_hub_an_id_is_exit_3(hub: Path, cli: Any,

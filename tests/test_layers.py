@@ -21,9 +21,9 @@ PACKAGE = REPO / "python" / "absorb"
 #: that sit in it. The most specific name wins (``stacks.fit`` is a numerical fit, the rest
 #: of ``stacks`` sits with the checkpoints).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("absorb", "errors", "numbers", "exact", "activations", "blocks", "budget",
-              "atomic_files", "rationals", "marquardt", "weights", "manifest", "lean_project",
-              "serialize")),
+    ("core", ("absorb", "errors", "numbers", "exact", "formats", "activations", "blocks",
+              "budget", "atomic_files", "rationals", "marquardt", "weights", "manifest",
+              "lean_project", "serialize", "html_style")),
     ("certificates and fits", ("certificates", "fits", "stacks.fit", "lean")),
     ("verdicts", ("verdicts", "theory")),
     ("checkpoints, stacks, scan", ("checkpoints", "stacks", "scan")),

@@ -684,7 +684,7 @@ def test_verify_dojo_without_the_extra_or_toolchain_exits_3_with_json() -> None:
     assert res.code == 3, res.err
     obj = json.loads(res.out)
     expected = DOJO_HINT if not dojo_installed() else "no Lean toolchain"
-    assert obj["ok"] is False and expected in obj["error"]
+    assert obj["exit"] == 3 and expected in obj["error"]
     assert res.err.strip() == f"error: {obj['error']}"
 
 

@@ -28,15 +28,26 @@ def test_notebook_is_stored_without_outputs(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_executes(path: Path, tmp_path: Path) -> None:
+def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notebook runs, every code cell prints what it did (run headless, a cell whose only
+    result is a figure or a bare value shows nothing), and nothing is left behind in the
+    temporary folder once its kernel has stopped."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the kernel's temp folder, and its commands'
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()  # raises CellExecutionError, naming the cell, when an assertion fails
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-              if o.get("output_type") == "error"]
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    errors = [o for c in cells for o in c.outputs if o.get("output_type") == "error"]
     assert not errors
+    silent = [k for k, c in enumerate(cells)
+              if not any(o.get("output_type") == "stream" and o.get("name") == "stdout"
+                         and str(o.get("text", "")).strip() for o in c.outputs)]
+    assert silent == [], f"{path.name}: code cells {silent} print nothing"
+    assert sorted(p.name for p in temp.iterdir()) == []
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +77,8 @@ def test_course_commands_name_what_the_install_provides() -> None:
         provided = " ".join(p for extra in installs for p in extras[extra])
         if "jupyter execute" in text:
             assert "nbclient" in provided, doc
+        if "jupyter nbconvert" in text:
+            assert "nbconvert>=" in provided, doc
         if "jupyter notebook" in text:
             assert "notebook>=" in provided, doc
         for nb in re.findall(r"notebooks/[a-z0-9_]+\.ipynb", text):

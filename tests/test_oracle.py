@@ -267,6 +267,40 @@ def test_the_oracle_on_blocks_decided_by_hand() -> None:
 # ------------------------------------------------------------------ storage formats
 
 FLOAT_STORAGES = ("float16", "bfloat16", "float32", "float64")
+#: npz storages held exactly beyond float64 (issue 25): integers of every width, long double.
+INTEGER_STORAGES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+LONG_DOUBLE = "longdouble"
+
+
+def _round_binary(x: Fraction, precision: int, emin: int, emax: int) -> Fraction:
+    """x rounded to nearest (ties to even) in a binary format of ``precision`` significand
+    bits whose normal numbers have exponents emin..emax (subnormals below, evenly spaced);
+    OverflowError beyond the largest finite value. Fractions only."""
+    if x == 0:
+        return x
+    a = abs(x)
+    e = a.numerator.bit_length() - a.denominator.bit_length()  # 2^e <= a < 2^(e+2)
+    if Q(2) ** e > a:
+        e -= 1
+    if Q(2) ** (e + 1) <= a:
+        e += 1
+    ulp = Q(2) ** (max(e, emin) - precision + 1)
+    v = round(a / ulp) * ulp  # Fraction rounds half to even
+    if v >= Q(2) ** (emax + 1):
+        raise OverflowError("beyond the format's range")
+    return v if x > 0 else -v
+
+
+def _long_double(x: Fraction) -> Fraction:
+    info = np.finfo(np.longdouble)
+    return _round_binary(x, int(info.nmant) + 1, int(info.minexp), int(info.maxexp) - 1)
+
+
+def _integer(x: Fraction, storage: str) -> Fraction:
+    info = np.iinfo(storage)
+    if x.denominator != 1 or not info.min <= x <= info.max:
+        raise OverflowError(f"{x} is not an {storage}")
+    return x
 
 
 def _bfloat16(x: float) -> float:
@@ -280,6 +314,10 @@ def stored(x: Fraction, storage: str) -> Fraction:
     """The value a format holds for x (round to nearest); OverflowError beyond its range."""
     if storage == "exact":
         return x
+    if storage in INTEGER_STORAGES:
+        return _integer(x, storage)
+    if storage == LONG_DOUBLE:
+        return _long_double(x)
     f = float(x)  # OverflowError beyond float64
     with np.errstate(over="ignore"):
         g = {"float64": f, "float32": float(np.float32(f)), "float16": float(np.float16(f)),
@@ -314,7 +352,8 @@ def to_storage(case: Case) -> Case:
     """The case as the format stores it (the oracle then judges what is stored)."""
     s = case.storage
     return replace(case, W_up=_store_matrix(case.W_up, s) or [],
-                   W_down=_store_matrix(case.W_down, s) or [], A=_store_matrix(case.A, s),
+                   W_down=_store_matrix(case.W_down, s) or [],
+                   A=_store_matrix(case.A, _member_storage(s, "A_skip")),
                    W_gate=_store_matrix(case.W_gate, s), b_up=_store_vector(case.b_up, s),
                    b_down=_store_vector(case.b_down, s))
 
@@ -366,8 +405,38 @@ def _arrays(case: Case) -> dict[str, Any]:
 
 def _np_dtype(storage: str) -> Any:
     # npz has no bfloat16: its values are stored exactly in float32
+    if storage in INTEGER_STORAGES:
+        return np.dtype(storage)
     return {"float16": np.float16, "bfloat16": np.float32, "float32": np.float32,
-            "float64": np.float64}[storage]
+            "float64": np.float64, LONG_DOUBLE: np.longdouble}[storage]
+
+
+def _np_value(x: Fraction, storage: str) -> Any:
+    """x (held exactly by the storage) as a numpy scalar, without passing through float:
+    integers as Python integers; a long double as m·2^e, its odd m < 2^64 assembled from two
+    32-bit halves (each exact) and scaled by ldexp (exact)."""
+    if storage in INTEGER_STORAGES:
+        return int(x)
+    if storage != LONG_DOUBLE:
+        return float(x)
+    if x == 0:
+        return np.longdouble(0)
+    m, e = abs(x.numerator), -(x.denominator.bit_length() - 1)
+    assert x.denominator == 1 << -e, "a long double is dyadic"
+    while m % 2 == 0:
+        m, e = m // 2, e + 1
+    mant = np.longdouble(m >> 32) * np.longdouble(2**32) + np.longdouble(m & 0xFFFFFFFF)
+    return np.ldexp(mant if x > 0 else -mant, e)
+
+
+def np_array(values: Any, storage: str) -> np.ndarray:
+    """A vector or matrix of stored values as the npz array of the storage, exactly."""
+    rows = values if isinstance(values[0], list) else [values]
+    out = np.empty((len(rows), len(rows[0])), dtype=_np_dtype(storage))
+    for i, row in enumerate(rows):
+        for j, x in enumerate(row):
+            out[i, j] = _np_value(x, storage)
+    return out if isinstance(values[0], list) else out[0]
 
 
 def _safetensors(path: Path, tensors: dict[str, tuple[str, np.ndarray]]) -> None:
@@ -391,6 +460,12 @@ def _safetensors(path: Path, tensors: dict[str, tuple[str, np.ndarray]]) -> None
     path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
+def _member_storage(storage: str, key: str) -> str:
+    """The dtype of one npz member: the case's storage, but the skip of an unsigned case (its
+    negative entries) as int64."""
+    return "int64" if key == "A_skip" and storage.startswith("uint") else storage
+
+
 def write_case(case: Case, folder: Path, style: int) -> Path:
     arrays = _arrays(case)
     if case.container == "json":
@@ -399,9 +474,7 @@ def write_case(case: Case, folder: Path, style: int) -> Path:
         path = folder / "w.json"
         path.write_text(_dump(doc))
         return path
-    floats = {k: np.array([[float(x) for x in r] for r in v] if isinstance(v[0], list)
-                          else [float(x) for x in v], dtype=_np_dtype(case.storage))
-              for k, v in arrays.items()}
+    floats = {k: np_array(v, _member_storage(case.storage, k)) for k, v in arrays.items()}
     if case.container == "npz":
         path = folder / "w.npz"
         np.savez(path, **floats)
@@ -424,7 +497,8 @@ def run_cli(case: Case, style: int, extra: Sequence[str] = ()) -> tuple[int, dic
         path = write_case(case, Path(tmp), style)
         if case.container == "safetensors":
             argv = ["inspect", str(path), "--up", "l.{i}.up.weight", "--down",
-                    "l.{i}.down.weight", "--activation", case.activation, "--json"]
+                    "l.{i}.down.weight", "--activation", case.activation, "--json",
+                    "--keep-witness"]
             if case.W_gate is not None:
                 argv += ["--gate", "l.{i}.gate.weight"]
         else:

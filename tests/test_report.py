@@ -1,15 +1,16 @@
-"""The cross-validation report: complete, deterministic, safe with its output folder, honest
-about what was compiled and what crashed, and rendered by a real browser where one is
-installed."""
+"""The cross-validation report: run as the quick start runs it, on the core install alone;
+complete, deterministic, safe with its output folder, honest about what was compiled and what
+crashed, and rendered by a real browser where one is installed."""
 
 from __future__ import annotations
 
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
-import tempfile
+import sys
 from collections.abc import Callable
 from html import escape as esc_html
 from html.parser import HTMLParser
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import REPO, CliResult
+from tests.conftest import REPO, CliResult, chromium_colors, needs_chromium
 
 from absorb import experiments, report, theory
 from absorb.errors import AbsorbError
@@ -32,10 +33,99 @@ from absorb.report import write as report_write
 Cli = Callable[..., CliResult]
 
 
+#: The extras' packages: the report (the quick start's light install) must run without them.
+OPTIONAL = ("torch", "dask", "distributed", "huggingface_hub", "plasTeX", "leanblueprint",
+            "nbclient", "nbformat", "ipykernel", "jupyter_client", "lean_dojo", "pytest",
+            "hypothesis")
+
+#: `absorb report` in a fresh interpreter where importing an optional package fails, and which
+#: lists the modules it imported (name and file) after it started.
+LIGHT_REPORT = """
+import json, os, sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in OPTIONAL:
+            raise ImportError(f"the report imported {name}, which the core install lacks")
+before = set(sys.modules)
+sys.meta_path.insert(0, Refuse())
+from absorb.__main__ import main
+code = main()
+new = {m: getattr(sys.modules[m], "__file__", None) for m in sorted(set(sys.modules) - before)}
+with open(os.environ["ABSORB_TEST_MODULES"], "w") as f:
+    json.dump(new, f)
+sys.exit(code)
+"""
+
+
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    out = tmp_path_factory.mktemp("rep") / "report"
-    return out, report.write_report(out, seed=0, progress=False, root=find_root(REPO))
+def light_run(tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Path, dict[str, Any], dict[str, str | None]]:
+    """`absorb report --out DIR --json` as the quick start runs it (from the repository, on
+    the light install: every optional package refused), its JSON and the modules it imported."""
+    base = tmp_path_factory.mktemp("rep")
+    out, modules = base / "report", base / "modules.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", f"OPTIONAL = {OPTIONAL!r}\n" + LIGHT_REPORT, "report", "--out",
+         str(out), "--json"], capture_output=True, text=True, cwd=REPO, timeout=900,
+        env={**os.environ, "ABSORB_TEST_MODULES": str(modules)}, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, json.loads(proc.stdout), json.loads(modules.read_text())
+
+
+@pytest.fixture(scope="module")
+def written(light_run: tuple[Path, dict[str, Any], dict[str, str | None]]
+            ) -> tuple[Path, dict[str, Any]]:
+    assert light_run[1]["lean_root"] == str(find_root(REPO))
+    return light_run[0], light_run[1]
+
+
+def _core_files() -> set[str]:
+    """Every file of the distributions the core install brings: pyproject's dependencies
+    and, recursively, theirs (extras excluded)."""
+    import tomllib
+    from importlib import metadata
+
+    def name(requirement: str) -> str:
+        found = re.match(r"[A-Za-z0-9._-]+", requirement)
+        assert found is not None, requirement
+        return re.sub(r"[-_.]+", "-", found.group(0)).lower()
+
+    core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    todo, seen = [name(r) for r in core], set()
+    files: set[str] = set()
+    while todo:
+        dist_name = todo.pop()
+        if dist_name in seen:
+            continue
+        seen.add(dist_name)
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:  # excluded by its marker here: never imported
+            continue
+        files |= {str(Path(str(dist.locate_file(f))).resolve()) for f in dist.files or ()}
+        todo += [name(r) for r in dist.requires or () if "extra ==" not in r]
+    return files
+
+
+def test_the_report_runs_on_the_core_install_alone(
+    light_run: tuple[Path, dict[str, Any], dict[str, str | None]]
+) -> None:
+    """The quick start's `pip install .` is enough for `absorb report`: no optional package was
+    imported (the run refused them all), and every module it imported is the standard
+    library's, absorb's own, or a file of pyproject's core dependencies (or theirs)."""
+    import sysconfig
+
+    modules = light_run[2]
+    assert not {m.split(".")[0] for m in modules} & set(OPTIONAL)
+    stdlib = [str(Path(sysconfig.get_paths()[k]).resolve()) for k in ("stdlib", "platstdlib")]
+    package = str((REPO / "python" / "absorb").resolve())
+    core = _core_files()
+    outside = sorted(
+        m for m, f in modules.items()
+        if f is not None and not str(Path(f).resolve()).startswith((*stdlib, package))
+        and str(Path(f).resolve()) not in core)
+    assert outside == [], f"imported by the report, not in the core dependencies: {outside}"
+    assert any(m.startswith("matplotlib") for m in modules)  # the check saw third parties
 
 
 @pytest.fixture(scope="module")
@@ -459,30 +549,16 @@ def test_out_that_is_a_file_is_bad_input(tmp_path: Path) -> None:
 # a real browser
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
+@needs_chromium
 @pytest.mark.parametrize("width", [1280, 700])
 def test_html_renders_in_headless_chromium(
     written: tuple[Path, dict[str, Any]], tmp_path: Path, width: int
 ) -> None:
-    from PIL import Image
-
-    shot = tmp_path / "shot.png"
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={shot}",
-             f"--window-size={width},1200", (written[0] / "index.html").as_uri()],
-            check=True, capture_output=True, timeout=120,
-        )
-    with Image.open(shot) as img:
-        assert img.size == (width, 1200)
-        rgb = img.convert("RGB")
-        colors = {c for _, c in rgb.getcolors(maxcolors=1 << 20) or []}
-        # a rendered page (text, badges), not a blank or error page
-        assert len(colors) > 50
-        # on the first screen: the pale-yellow "NOT COMPILED" banner and a green badge
-        assert (255, 248, 197) in colors and (26, 127, 55) in colors
+    colors = chromium_colors(written[0] / "index.html", tmp_path / "shot.png", width)
+    # a rendered page (text, badges), not a blank or error page
+    assert len(colors) > 50
+    # on the first screen: the pale-yellow "NOT COMPILED" banner and a green badge
+    assert (255, 248, 197) in colors and (26, 127, 55) in colors
 
 
 def test_overview_counts_in_words_at_the_top(written: tuple[Path, dict[str, Any]]) -> None:
@@ -528,8 +604,9 @@ def test_experiment_is_deterministic_under_its_seed(
     name: str, cached: dict[str, dict[str, Any]],
     experiments_seed0: dict[str, experiments.ExperimentResult],
 ) -> None:
-    """Same seed, same numbers: the report's own run of every experiment at seed 0 equals the
-    session's earlier run (tests/conftest.py), after other work in the same process."""
+    """Same seed, same numbers: the report's own run of every experiment at seed 0 (in its own
+    interpreter) equals the session's earlier run (tests/conftest.py), after other work in this
+    process."""
     a = build.jsonable(experiments_seed0[name].to_json())
     b = {k: v for k, v in cached[name].items() if k != "positive_control_status"}
     assert json.dumps(a, default=str) == json.dumps(b, default=str)

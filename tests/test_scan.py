@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import CliResult, plant
+from tests.conftest import CliResult, chromium_colors, needs_chromium, plant
 from tests.test_checkpoint import write
 
 from absorb.budget import Cost
@@ -286,3 +286,74 @@ def test_small_layers_are_decided_on_one_blas_thread() -> None:
     assert counts() == before
     with blas_for(SMALL_LAYER_WORK, 2):
         assert counts() == before
+def test_the_progress_bar_counts_a_layer_when_it_names_it(
+        model: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each redraw that names a finished layer already counts it: after the k-th layer the bar
+    shows k done, never k - 1 (tqdm skips a redraw within its minimum interval, so the count
+    must change before the forced redraw of the layer's name, not after it)."""
+    import re
+
+    inspect_checkpoint(model, progress=True, **PATTERNS)
+    err = capsys.readouterr().err
+    shown = re.findall(r"(\d+)/(\d+) \[[^\]]*, (\S+) (\w+); about [^\]]*\]", err)
+    finished = list(dict.fromkeys(label for _, _, label, _ in shown))
+    assert sorted(finished) == [str(i) for i in range(LAYERS)]  # every layer named
+    for done, total, label, _ in shown:
+        assert (int(done), int(total)) == (finished.index(label) + 1, LAYERS), (label, done)
+
+
+def _layers(distances: list[float], margins: list[float | None]) -> dict[str, object]:
+    return {"checkpoint": "m", "layers": [
+        {"label": str(i), "verdict": "not_absorbed",
+         "certificate": {"distance": d, "dual": {"margin_float": m}}}
+        for i, (d, m) in enumerate(zip(distances, margins, strict=True))]}
+
+
+def test_the_summary_figure_reads_a_narrow_range_on_a_linear_axis() -> None:
+    """Distances within 0.03 % of each other (a generic model's layers): a linear axis from 0
+    whose tick labels are plain values (no "+4.01e-1" offset) and the range written on the
+    panel; values over many decades keep their log axis; no value at all, no axis to read."""
+    import matplotlib.pyplot as plt
+
+    from absorb.scan import summary
+
+    narrow = [0.4010 * (1 + 3e-4 * i / 7) for i in range(8)]
+    fig = summary.figure(_layers(narrow, [10.0 ** -i for i in range(8)]))
+    try:
+        fig.canvas.draw()
+        dist, margin, _ = fig.axes[:3]
+        assert dist.get_yscale() == "linear" and margin.get_yscale() == "log"
+        assert dist.get_ylim()[0] == 0.0 and dist.yaxis.get_offset_text().get_text() == ""
+        ticks = [float(t.get_text().replace("−", "-")) for t in dist.get_yticklabels()]
+        assert min(ticks) <= min(narrow) <= max(narrow) <= max(ticks)  # values read off it
+        notes = [t.get_text() for t in dist.texts]
+        assert notes == [f"8 layers: {min(narrow):.6g} to {max(narrow):.6g} (spread 0.03 %)"]
+    finally:
+        plt.close(fig)
+    empty = summary.figure(_layers(narrow, [None] * 8))
+    try:
+        assert [t.get_text() for t in empty.axes[1].texts] == [
+            "no layer has a certificate margin above 0"]
+        assert list(empty.axes[1].get_yticks()) == []
+    finally:
+        plt.close(empty)
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 700])
+def test_the_summary_page_renders_styled_in_headless_chromium(
+        model: Path, tmp_path: Path, cli: Any, width: int) -> None:
+    """summary.html of a real scan, in a real browser: the report's stylesheet (its pale header
+    cells), the figure beside the table (the verdicts' colours)."""
+    from absorb.scan.summary import COLOURS
+
+    out = tmp_path / "scan"
+    res: CliResult = cli("inspect", str(model), "--up", UP, "--down", DOWN, "--activation",
+                         "relu", "--out", str(out))
+    assert res.code == 0, res.err
+    page = (out / "summary.html").read_text()
+    assert "<style>" in page and "<th>verdict</th>" in page
+    colors = chromium_colors(out / "summary.html", tmp_path / "shot.png", width)
+    assert len(colors) > 50 and (246, 248, 250) in colors  # th{background:#f6f8fa}
+    strip = {tuple(int(COLOURS["not_absorbed"][k:k + 2], 16) for k in (1, 3, 5))}
+    assert strip <= colors  # the verdict strip of summary.png, drawn in the page

@@ -20,9 +20,6 @@ from absorb.blocks import (
     Block,
     ExactWeights,
     random_block,
-    rational_weights,
-    stored_biases,
-    stored_weights,
 )
 from absorb.certificates import check_dual
 from absorb.fits.evidence import fit_evidence
@@ -219,23 +216,23 @@ def test_stored_weights_are_the_file_values_and_the_skip_is_none_or_written_out(
     the identity; rational_weights: the same numbers as Fractions with A = I written out."""
     data, _ = exact_planted_json(2, 5, rng)
     exact = load_block(write_json({**data, "b_up": ["1/3"] * 5}), get_activation("relu"))
-    W_up, W_down, A = stored_weights(exact)
+    W_up, W_down, A = exact.stored_weights
     assert A is None and W_up[0, 0] == Fraction(data["W_up"][0][0])  # type: ignore[index]
-    b_up, b_down = stored_biases(exact)
+    b_up, b_down = exact.stored_biases
     assert exact.exact is not None and b_up is exact.exact.b_up and b_down is None
     assert b_up[0] == Fraction(1, 3)
-    U, W, eye = rational_weights(exact)
+    U, W, eye = exact.rational_weights
     assert np.array_equal(U, W_up) and np.array_equal(W, W_down)
     assert np.array_equal(eye, np.eye(2, dtype=int)) and eye.dtype == object
     floats = random_block(get_activation("relu"), 2, 3, rng, skip=np.diag([0.5, 0.1]))
-    W_up, _, A = stored_weights(floats)
+    W_up, _, A = floats.stored_weights
     assert W_up is floats.W_up and A is floats.A_skip
-    U, _, A_q = rational_weights(floats)
+    U, _, A_q = floats.rational_weights
     assert U[1, 0] == Fraction(floats.W_up[1, 0]) and A_q[1, 1] == Fraction(0.1)
     # a hand-built exact block without a rational A: its float A as rationals, never floats
-    hand = dataclasses.replace(floats, exact=ExactWeights(U, rational_weights(floats)[1]))
-    assert stored_weights(hand)[2].dtype == object
-    assert stored_weights(hand)[2][1, 1] == Fraction(0.1)
+    hand = dataclasses.replace(floats, exact=ExactWeights(U, floats.rational_weights[1]))
+    assert hand.stored_weights[2].dtype == object
+    assert hand.stored_weights[2][1, 1] == Fraction(0.1)
 
 
 @settings(max_examples=25, deadline=None)

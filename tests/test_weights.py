@@ -282,3 +282,9 @@ def test_conformance_values_are_exact() -> None:
     assert doc.weights["W_down"][0, 2] == Fraction(1, 10)
     assert list(doc.weights["A_skip"].flat) == [Fraction(5, 4), Fraction(-1, 2), 3, 100]
     assert doc.S == (0, 1) and doc.Y is None and doc.activation == "relu"
+    # signed zeros (-0, -0.0, -0e7, "-0", "-0/1", "-0/5", and -0 in S) are plain zeros
+    doc = read_check_document(
+        (CONFORMANCE / "checker_relu_absorbed_signed_zeros.json").read_text())
+    zeros = [doc.weights["W_up"][0, 1], doc.weights["W_up"][1, 0], doc.weights["W_down"][0, 1],
+             doc.weights["W_down"][1, 0], doc.weights["A_skip"][0, 1], doc.weights["A_skip"][1, 0]]
+    assert zeros == [0] * 6 and all(type(z) is Fraction for z in zeros) and doc.S == (0, 1)

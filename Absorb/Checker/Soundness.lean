@@ -35,10 +35,12 @@ library's theorems: **index_set_sufficient** (`Absorb.ungatedMap_signFlip`,
   GELU (`geluWith Φ`) and biased (any `σ` ReLU at infinity) skip blocks of the file's weights
   are not absorbable by residual-free blocks of the same kind and width.
 * `Absorb.Checker.not_indexSetCond_of_verdict_eq_noIndexSet` : `"no_index_set"` proves that no
-  index set exists (over `ℚ` and `ℝ`) and that the reported hypothesis fails.
-* `Absorb.Checker.fails_of_verdict_eq_hypothesisFails`,
-  `Absorb.Checker.not_indexSetCond_of_verdict_eq_conditionFails`,
-  `Absorb.Checker.not_dualCond_of_verdict_eq_certificateFails` : the other three verdicts.
+  index set exists (over `ℚ` and over `ℝ`) and that the reported hypothesis fails.
+* `Absorb.Checker.fails_of_verdict_eq_hypothesisFails` : `"hypothesis_fails"` proves that the
+  certificate's condition fails over `ℚ` and that the reported hypothesis fails.
+* `Absorb.Checker.not_dualCond_of_verdict_eq_certificateFails` : `"certificate_fails"` proves
+  that the certificate's condition fails over `ℚ` while the hypotheses hold.
+* `Absorb.Checker.not_indexSetCond_of_verdict_eq_conditionFails` : `"condition_fails"`.
 -/
 
 noncomputable section
@@ -365,41 +367,55 @@ theorem not_absorbable_biased_of_verdict {I : Input}
     indexSetCond_of_absorbable_biased hσ I.block.realA I.block.realBiased hup hcol hdown habs
   exact hS S hcond
 
-/-- **`"no_index_set"` means that no index set exists** (dual certificate), over `ℝ` (and so
-over `ℚ`), while a hypothesis of the theorem chain fails at the reported indices — so the
-checker does not claim that the block is not absorbable. -/
+/-- **`"no_index_set"` means that no index set exists** (dual certificate), over `ℚ` and over
+`ℝ`, while a hypothesis of the theorem chain fails at the reported indices — so the checker does
+not claim that the block is not absorbable. -/
 theorem not_indexSetCond_of_verdict_eq_noIndexSet {I : Input}
     (hv : (verdict I).name = "no_index_set") :
-    (∀ S, ¬ IndexSetCond I.block.realA I.block.realUp I.block.realDown S) ∧
+    (∀ S, ¬ IndexSetCond I.block.A I.block.up I.block.down S) ∧
+      (∀ S, ¬ IndexSetCond I.block.realA I.block.realUp I.block.realDown S) ∧
       ∃ hyp, I.block.hypothesisFailure = some hyp ∧ I.block.Fails hyp := by
   obtain ⟨B, Y, hI, hd, hh⟩ :=
     dual_of_verdict_name (b := true) (o := some (Hypothesis.zeroRow 0)) hv
   subst hI
   obtain ⟨hyp, hf⟩ := exists_eq_some_of_isSome hh
-  exact ⟨not_indexSetCond_map_ratCast_of_checkDual B Y hd, hyp, hf,
-    Block.fails_of_hypothesisFailure_eq_some hf⟩
+  exact ⟨not_indexSetCond_of_checkDual B Y hd, not_indexSetCond_map_ratCast_of_checkDual B Y hd,
+    hyp, hf, Block.fails_of_hypothesisFailure_eq_some hf⟩
 
-/-- **`"hypothesis_fails"` means that a hypothesis fails** at the reported indices (and the
-certificate does not refute every index set). -/
+/-- A certificate test that answered `false` refutes nothing: `Absorb.DualCond` fails over `ℚ`. -/
+theorem not_dualCond_of_dualHolds_eq_false {B : Block} {Y : Mat B.d B.d}
+    (h : B.dualHolds Y = false) : ¬ DualCond B.A B.up B.down Y := by
+  intro hc
+  have h1 : B.dualHolds Y = true := (dualHolds_eq_true_iff B Y).2 hc
+  rw [h] at h1
+  cases h1
+
+/-- **`"hypothesis_fails"` means that the certificate refutes nothing and a hypothesis fails**:
+the input is a certificate `Y` whose condition `Absorb.DualCond` fails over `ℚ`, and a
+hypothesis of the theorem chain fails at the reported indices. -/
 theorem fails_of_verdict_eq_hypothesisFails {I : Input}
     (hv : (verdict I).name = "hypothesis_fails") :
-    ∃ hyp, I.block.hypothesisFailure = some hyp ∧ I.block.Fails hyp := by
-  obtain ⟨B, Y, hI, -, hh⟩ :=
+    ∃ B Y, I = .dual B Y ∧ ¬ DualCond B.A B.up B.down Y ∧
+      ∃ hyp, B.hypothesisFailure = some hyp ∧ B.Fails hyp := by
+  obtain ⟨B, Y, hI, hd, hh⟩ :=
     dual_of_verdict_name (b := false) (o := some (Hypothesis.zeroRow 0)) hv
-  subst hI
   obtain ⟨hyp, hf⟩ := exists_eq_some_of_isSome hh
-  exact ⟨hyp, hf, Block.fails_of_hypothesisFailure_eq_some hf⟩
+  exact ⟨B, Y, hI, not_dualCond_of_dualHolds_eq_false hd, hyp, hf,
+    Block.fails_of_hypothesisFailure_eq_some hf⟩
 
-/-- **`"certificate_fails"` means that the certificate does not refute every index set**: the
-condition `Absorb.DualCond` fails over `ℚ` (the hypotheses hold). -/
+/-- **`"certificate_fails"` means that the certificate refutes nothing while the hypotheses
+hold**: the input is a certificate `Y` whose condition `Absorb.DualCond` fails over `ℚ`, no
+hypothesis search found a failure, and so, over `ℝ`, the rows of `W_up` are nonzero and pairwise
+non-collinear and the columns of `W_down` are nonzero. -/
 theorem not_dualCond_of_verdict_eq_certificateFails {I : Input}
     (hv : (verdict I).name = "certificate_fails") :
-    ∃ B Y, I = .dual B Y ∧ ¬ DualCond B.A B.up B.down Y := by
-  obtain ⟨B, Y, hI, hd, -⟩ := dual_of_verdict_name (b := false) (o := none) hv
-  refine ⟨B, Y, hI, fun hc => ?_⟩
-  have h1 := (dualHolds_eq_true_iff B Y).2 hc
-  rw [hd] at h1
-  cases h1
+    ∃ B Y, I = .dual B Y ∧ ¬ DualCond B.A B.up B.down Y ∧ B.hypothesisFailure = none ∧
+      (∀ i, B.realW.up i ≠ 0) ∧ (∀ i j, i ≠ j → ∀ μ : ℝ, B.realW.up i ≠ μ • B.realW.up j) ∧
+      (∀ i, ∃ r, B.realW.down r i ≠ 0) := by
+  obtain ⟨B, Y, hI, hd, hh⟩ := dual_of_verdict_name (b := false) (o := none) hv
+  have hnone : B.hypothesisFailure = none := eq_none_of_isSome_eq_false hh
+  exact ⟨B, Y, hI, not_dualCond_of_dualHolds_eq_false hd, hnone,
+    hypotheses_of_hypothesisFailure_eq_none hnone⟩
 
 end Checker
 

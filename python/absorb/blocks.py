@@ -6,16 +6,19 @@ Residual-free (``residual=False``): the same without the A x term.
 
 A batch X is an (m, d) array; the block maps it to (m, d). ``A_skip=None`` is the identity skip.
 
-The weights as stored (:func:`stored_weights`, :func:`stored_biases`, :func:`stored_arrays`):
-the rational originals of an exact input (``Block.exact``), else the float64 arrays — every
-float is a dyadic rational, so both are the stored numbers exactly; :func:`rational_weights`
-gives them as ``fractions.Fraction`` arrays with the identity skip written out.
+The weights as stored, carried by the block itself (``Block.stored_weights``,
+``stored_biases``, ``stored_arrays``): the rational originals of an exact input
+(``Block.exact``), else the float64 arrays — every float is a dyadic rational, so both are the
+stored numbers exactly; ``Block.rational_weights`` and ``rational_biases`` give them as
+``fractions.Fraction`` arrays with the identity skip written out. Each array is converted at
+most once per block (kept on it), however many steps of a verdict read it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -55,7 +58,12 @@ def _check_shape(name: str, arr: NDArray[np.generic] | None, shape: tuple[int, .
 
 @dataclass(frozen=True)
 class Block:
-    """One block of the kind fixed by ``activation``; shapes follow PyTorch ``nn.Linear``."""
+    """One block of the kind fixed by ``activation``; shapes follow PyTorch ``nn.Linear``.
+
+    ``dtype`` is the storage format the weights were read in (:mod:`absorb.formats`, named by
+    the file: an ``.npz`` member's dtype, a safetensors header, "rational" for JSON); None for
+    a block built in memory. ``exact`` holds the stored numbers where the float views are not
+    them (rationals, integers beyond 2⁵³, long doubles beyond float64)."""
 
     activation: Activation
     W_up: Array
@@ -66,6 +74,7 @@ class Block:
     A_skip: Array | None = None
     residual: bool = True
     exact: ExactWeights | None = None
+    dtype: str | None = None
 
     def __post_init__(self) -> None:
         if self.W_up.ndim != 2:
@@ -96,6 +105,72 @@ class Block:
     def has_biases(self) -> bool:
         return self.b_up is not None or self.b_down is not None
 
+    @cached_property
+    def stored(self) -> dict[str, Any]:
+        """Every array as stored, by name (None where absent): for exact input its rational
+        original, or — an array a hand-built block gave only as floats — those floats as
+        rationals; float64 otherwise. Exact input never passes through float."""
+        keys = ("W_up", "W_down", "W_gate", "b_up", "b_down", "A_skip")
+        if self.exact is None:
+            return {key: getattr(self, key) for key in keys}
+        out: dict[str, Any] = {}
+        for key in keys:
+            value, original = getattr(self, key), getattr(self.exact, key)
+            out[key] = None if value is None else (
+                as_fractions(value) if original is None else original)
+        return out
+
+    @cached_property
+    def rational(self) -> dict[str, Any]:
+        """Every array as stored over ℚ (Fraction arrays; a float is its dyadic value), the
+        identity skip written out as ``A_skip``; None where absent. Converted once."""
+        out = {key: None if value is None else as_fractions(value)
+               for key, value in self.stored.items()}
+        if out["A_skip"] is None:
+            out["A_skip"] = identity(self.d)
+        return out
+
+    @property
+    def stored_weights(self) -> tuple[Any, Any, Any]:
+        """(W_up, W_down, A) as stored (Fractions for exact input, float64 otherwise), with A
+        None for the identity skip: the form the index-set search and the exact checks take,
+        which treat None as I without building it."""
+        return self.stored["W_up"], self.stored["W_down"], self.stored["A_skip"]
+
+    @property
+    def stored_biases(self) -> tuple[Any, Any]:
+        """(b_up, b_down) as stored (Fractions for exact input, float64 otherwise), None if
+        absent."""
+        return self.stored["b_up"], self.stored["b_down"]
+
+    @property
+    def stored_arrays(self) -> dict[str, Any]:
+        """The block's own MLP arrays as stored, by name (W_up, W_down and those of W_gate,
+        b_up, b_down that it has): the rational originals for exact input."""
+        keys = ("W_up", "W_down", "W_gate", "b_up", "b_down")
+        return {key: self.stored[key] for key in keys if self.stored[key] is not None}
+
+    @property
+    def rational_weights(self) -> tuple[ObjectArray, ObjectArray, ObjectArray]:
+        """(W_up, W_down, A) as stored, over ℚ: Fraction arrays (a float is its dyadic
+        value), with the identity skip written out as the d×d identity, for arithmetic such
+        as A + W_down D W_up."""
+        return self.rational["W_up"], self.rational["W_down"], self.rational["A_skip"]
+
+    @property
+    def rational_biases(self) -> tuple[ObjectArray | None, ObjectArray | None]:
+        """(b_up, b_down) as stored, over ℚ (Fraction arrays), None where absent."""
+        return self.rational["b_up"], self.rational["b_down"]
+
+    @cached_property
+    def float_view_finite(self) -> bool:
+        """Whether every float array of the block is finite (false only for exact input with
+        an entry beyond the float range, which the reader keeps as ±inf beside its
+        rational)."""
+        return all(bool(np.all(np.isfinite(m))) for m in (
+            self.W_up, self.W_down, self.W_gate, self.b_up, self.b_down, self.A_skip)
+            if m is not None)
+
     def skip_matrix(self) -> Array:
         """A (the identity when ``A_skip`` is None)."""
         return np.eye(self.d) if self.A_skip is None else self.A_skip
@@ -125,53 +200,6 @@ class Block:
         if self.residual:
             out = out + (batch if self.A_skip is None else batch @ self.A_skip.T)
         return out[0] if single else out
-
-
-def _stored(block: Block, key: str) -> Any:
-    """One array of the block as stored (None if absent): for exact input its rational
-    original, or — an array a hand-built block gave only as floats — those floats as
-    rationals; float64 otherwise. Exact input never passes through float."""
-    value = getattr(block, key)
-    if block.exact is None or value is None:
-        return value
-    original = getattr(block.exact, key)
-    return as_fractions(value) if original is None else original
-
-
-def stored_weights(block: Block) -> tuple[Any, Any, Any]:
-    """(W_up, W_down, A) as stored (Fractions for exact input, float64 otherwise), with A None
-    for the identity skip: the form the index-set search and the exact checks take, which
-    treat None as I without building it."""
-    return _stored(block, "W_up"), _stored(block, "W_down"), _stored(block, "A_skip")
-
-
-def rational_weights(block: Block) -> tuple[ObjectArray, ObjectArray, ObjectArray]:
-    """(W_up, W_down, A) as stored, over ℚ: Fraction arrays (a float is its dyadic value),
-    with the identity skip written out as the d×d identity, for arithmetic such as
-    A + W_down D W_up."""
-    W_up, W_down, A = stored_weights(block)
-    return (as_fractions(W_up), as_fractions(W_down),
-            identity(block.d) if A is None else as_fractions(A))
-
-
-def stored_biases(block: Block) -> tuple[Any, Any]:
-    """(b_up, b_down) as stored (Fractions for exact input, float64 otherwise), None if absent."""
-    return _stored(block, "b_up"), _stored(block, "b_down")
-
-
-def stored_arrays(block: Block) -> dict[str, Any]:
-    """The block's own MLP arrays as stored, by name (W_up, W_down and those of W_gate, b_up,
-    b_down that it has): the rational originals for exact input."""
-    out = {key: _stored(block, key) for key in ("W_up", "W_down", "W_gate", "b_up", "b_down")}
-    return {key: value for key, value in out.items() if value is not None}
-
-
-def float_view_finite(block: Block) -> bool:
-    """Whether every float array of the block is finite (false only for exact input with an
-    entry beyond the float range, which the reader keeps as ±inf beside its rational)."""
-    return all(bool(np.all(np.isfinite(m))) for m in (
-        block.W_up, block.W_down, block.W_gate, block.b_up, block.b_down, block.A_skip)
-        if m is not None)
 
 
 def random_block(

@@ -10,10 +10,17 @@ stays the one source of truth; only the LaTeX preamble is fixed text here.
 ``write_sources`` writes ``src/`` (``web.tex``, ``content.tex``, ``plastex.cfg``) into a
 folder; ``build_web`` runs plasTeX (the optional extra ``blueprint``) on it and returns
 the folder of the HTML site, whose ``dep_graph_document.html`` is the dependency graph.
+
+A folder is written only when it is new, empty, or an earlier ``absorb blueprint``'s: the
+marker ``.absorb-blueprint`` lists the SHA-256 of every source it wrote, and a source that
+no longer has it (hand-edited, or a leanblueprint project's own ``src/content.tex``) is never
+overwritten without ``force`` (:func:`check_out`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +28,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from absorb.atomic_files import write_atomic
+from absorb.atomic_files import ensure_writable_folder, write_atomic
 from absorb.errors import AbsorbError, ToolMissing
 from absorb.manifest import THEOREMS, Theorem
 
@@ -180,21 +187,62 @@ def content_tex(theorems: Sequence[Theorem], proved: Mapping[str, bool]) -> str:
     return intro + "\n".join(body)
 
 
+MARKER = ".absorb-blueprint"
+SOURCES = ("src/web.tex", "src/plastex.cfg", "src/content.tex")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _written(out: Path) -> dict[str, str]:
+    """The sources the marker says absorb wrote into ``out`` and their SHA-256 (empty when
+    there is no readable marker)."""
+    try:
+        files = json.loads((out / MARKER).read_text(encoding="utf-8"))["files"]
+        return {str(k): str(v) for k, v in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def check_out(out: Path, force: bool) -> Path:
+    """``out`` when the blueprint may be written there: writable (a file, a dangling link or
+    an unwritable place is refused), and new, empty, or holding only sources an earlier run
+    wrote unchanged; ``force`` allows overwriting anything else. AbsorbError otherwise,
+    before any work."""
+    ensure_writable_folder(out)
+    if force or not out.is_dir() or not any(out.iterdir()):
+        return out
+    written = _written(out)
+    if not written:
+        raise AbsorbError(f"{out} is not empty and holds no earlier blueprint ({MARKER}); "
+                          "choose another folder or pass --force to overwrite its src/ and "
+                          "web/ (nothing was written)")
+    for name in SOURCES:
+        if (out / name).exists() and written.get(name) != _sha256(out / name):
+            raise AbsorbError(f"{out / name} was not written by absorb blueprint or was "
+                              "edited since; pass --force to overwrite it (nothing was "
+                              "written)")
+    return out
+
+
 def write_sources(out: Path, proved: Mapping[str, bool] | None = None) -> Path:
-    """Write the blueprint's LaTeX sources to ``out/src`` and return that folder.
+    """Write the blueprint's LaTeX sources to ``out/src`` (and the marker listing them) and
+    return that folder.
 
     ``proved`` maps theorem IDs to whether a Lean build proved all their declarations
     (:func:`absorb.lean.verify`); without it nothing is marked ``\\leanok``.
     """
     src = out / "src"
     src.mkdir(parents=True, exist_ok=True)
-    files = {
-        "web.tex": _WEB_TEX,
-        "plastex.cfg": _PLASTEX_CFG,
-        "content.tex": content_tex(THEOREMS, proved or {}),
-    }
+    files = dict(zip(SOURCES, (_WEB_TEX, _PLASTEX_CFG, content_tex(THEOREMS, proved or {})),
+                     strict=True))
     for name, text in files.items():
-        write_atomic(src / name, text)
+        write_atomic(out / name, text)
+    write_atomic(out / MARKER, json.dumps(
+        {"tool": "absorb blueprint",
+         "files": {name: hashlib.sha256(text.encode()).hexdigest()
+                   for name, text in files.items()}}) + "\n")
     return src
 
 

@@ -2,27 +2,34 @@
 command modules (:mod:`absorb.commands`), and ``main``, which runs one and prints its outcome.
 
 Exit codes: 0 the command did its job (whatever the verdict), 2 bad input (one line
-``error: …`` on stderr), 3 a needed external tool is missing, 1 internal error, 4 ``audit`` or
-``verify`` ran and found a problem (a ``sorry``, a missing declaration, a failed build), 130
-interrupted. With ``--json`` stdout holds exactly one JSON object; progress bars and logs go to
-stderr. Which code a command returns is its outcome's ``exit_code``: no command is special here.
+``error: …`` on stderr), 3 a needed external tool is missing, 1 internal error, 4 the command
+ran and found a problem (``audit``/``verify``: a ``sorry``, a missing declaration, a failed
+build; ``search``: its positive control failed), 130 interrupted, 141 stdout's reader went away
+(``absorb … | head``: no message, as Unix tools). With ``--json`` stdout holds exactly one JSON
+object; an error (exit 1, 2, 3) is the object ``{"error": "…", "exit": CODE}``; progress bars
+and logs go to stderr. Which code a command returns is its outcome's ``exit_code``: no command
+is special here.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
+from absorb.atomic_files import terminate_as_interrupt
 from absorb.budget import memory_cap
 from absorb.commands import COMMANDS
 from absorb.commands.result import Outcome
 from absorb.errors import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_TOOL_MISSING,
@@ -76,19 +83,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fail(message: str, code: int, wants_json: bool) -> int:
+def _fail(message: str, code: int, wants_json: bool, label: str = "error") -> int:
     """Report an error the command line expects: one line ``error: …`` on stderr and, under
-    ``--json``, one JSON object on stdout, so that a script always has an answer to parse."""
+    ``--json``, the one error object ``{"error": message, "exit": code}`` on stdout (every
+    error of every command has this shape), so that a script always has an answer to parse."""
+    print(f"{label}: {message}", file=sys.stderr)
     if wants_json:
         sys.stdout.write(json.dumps({"error": message, "exit": code}) + "\n")
-    print(f"error: {message}", file=sys.stderr)
     return code
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe (``absorb … | head``): stop quietly with 128 + SIGPIPE,
+    what a shell reports for a Unix tool ended by that signal. Both streams are pointed at
+    /dev/null first, so that the interpreter's last flush of what is still buffered cannot fail
+    again at exit (Python's own recipe; SIGPIPE itself stays ignored: a Dask connection that
+    breaks must raise, not kill the process)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # not a real file (captured in-process)
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (see the module docstring)."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # a reader that left shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _run(argv: Sequence[str] | None) -> int:
     # before parsing succeeds, --json anywhere on the line is what the user asked for
-    wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    wants_json = not {"--json", "--jsonl"}.isdisjoint(sys.argv[1:] if argv is None else argv)
+    terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does (exit 130, no temporaries)
     try:
         args = build_parser().parse_args(argv)
         wants_json = bool(args.json)
@@ -107,12 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AbsorbError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT, wants_json)
     except ToolMissing as exc:
-        # A missing tool is still an answer a script must be able to parse under --json.
-        if wants_json:
-            sys.stdout.write(json.dumps({"ok": False, "error": str(exc),
-                                         "exit_code": EXIT_TOOL_MISSING}) + "\n")
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_TOOL_MISSING
+        return _fail(str(exc), EXIT_TOOL_MISSING, wants_json)
     except KeyboardInterrupt:
         # Every file writer replaces its target atomically, so no half-written file is left
         # behind (JSON streamed to stdout may stop mid-line: invalid, never wrongly complete);
@@ -123,9 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError as exc:
         detail = f" ({exc})" if str(exc) else ""
         return _fail(f"out of memory{detail}; try smaller sizes", EXIT_BAD_INPUT, wants_json)
+    except BrokenPipeError:
+        raise  # main's: the reader left, nothing more is said
     except Exception as exc:
-        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _fail(f"{type(exc).__name__}: {exc}", EXIT_INTERNAL, wants_json,
+                     "internal error")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 0 the command did its job (whatever the verdict), 1 internal error, 2 bad input (including
 a job refused up front for the memory or time it would need, and running out of memory),
-3 a needed external tool is missing, 4 ``audit``/``verify`` ran and found a problem, 130
-interrupted by Ctrl-C (128 + SIGINT, the shell convention).
+3 a needed external tool is missing, 4 the command ran and found a problem (``audit``/``verify``:
+in the Lean library; ``search``: its positive control failed), 130 interrupted by Ctrl-C (128 +
+SIGINT, the shell convention), 141 stdout's reader went away (128 + SIGPIPE: ``absorb … | head``).
 """
 
 EXIT_INTERNAL = 1
@@ -11,6 +12,7 @@ EXIT_BAD_INPUT = 2
 EXIT_TOOL_MISSING = 3
 EXIT_FINDINGS = 4
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 class AbsorbError(Exception):

@@ -9,6 +9,7 @@ files"): what an entry of a ``.json`` file means, exactly.
   point, no exponent), with a nonzero denominator and at most :data:`MAX_DIGITS` digits in each
   run; it denotes p/q.
 * ``null``, booleans, ``NaN``/``Infinity`` and duplicate keys in any object are refused.
+* Nesting deeper than :data:`MAX_DEPTH` arrays/objects is refused before parsing.
 
 :func:`loads` decodes a document under these rules: integers stay ``int``, other number
 literals become ``fractions.Fraction``; :func:`entry` turns one decoded entry into a Fraction.
@@ -23,6 +24,8 @@ import json
 import re
 from fractions import Fraction
 
+import numpy as np
+
 from absorb.errors import AbsorbError
 
 #: Largest absolute value of the exponent of a number literal (both readers refuse beyond it:
@@ -30,6 +33,9 @@ from absorb.errors import AbsorbError
 MAX_EXPONENT = 4096
 #: Most digits in one digit run: the integer or fraction part of a literal, p or q of "p/q".
 MAX_DIGITS = 4096
+#: Deepest nesting of arrays and objects in any JSON document the tool reads (a weights file
+#: needs 4, a config.json a handful): checked by a linear scan before the recursive parser runs.
+MAX_DEPTH = 512
 
 _LITERAL = re.compile(r"(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?)([0-9]+))?", re.ASCII)
 _RATIONAL = re.compile(r"(-?[0-9]+)(?:/([0-9]+))?", re.ASCII)
@@ -128,6 +134,46 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return out
 
 
+def check_depth(text: str) -> None:
+    """Refuse a document nested deeper than :data:`MAX_DEPTH`, in a few vectorized passes and
+    no recursion. Brackets inside strings do not count: escape pairs are dropped first
+    (``\\\\`` then ``\\"``, left to right as JSON reads them), so every quote left delimits a
+    string, and a byte is inside one when an odd number of quotes precede it (UTF-8 never
+    puts an ASCII byte inside a multi-byte character)."""
+    raw = text.encode("utf-8", "surrogatepass").replace(b"\\\\", b"").replace(b'\\"', b"")
+    data = np.frombuffer(raw, dtype=np.uint8)
+    opens = np.flatnonzero((data == ord("[")) | (data == ord("{")))
+    closes = np.flatnonzero((data == ord("]")) | (data == ord("}")))
+    at = np.concatenate([opens, closes])
+    steps = np.concatenate([np.ones(len(opens), np.int64), -np.ones(len(closes), np.int64)])
+    order = np.argsort(at, kind="stable")
+    at, steps = at[order], steps[order]
+    quotes_before = np.searchsorted(np.flatnonzero(data == ord('"')), at)
+    steps = steps[quotes_before % 2 == 0]  # brackets outside strings
+    depth = int(np.cumsum(steps).max(initial=0))
+    if depth > MAX_DEPTH:
+        raise AbsorbError(f"JSON nested too deeply ({depth} levels; the limit is {MAX_DEPTH})")
+
+
+def _bounded_int(token: str) -> int:
+    _digits(token.removeprefix("-"), token)
+    return int(token)
+
+
+def loads_document(text: str) -> object:
+    """A JSON document that is not a weights file (``config.json``, a shard index) under the
+    same limits — nesting (:data:`MAX_DEPTH`) and integer length (:data:`MAX_DIGITS`) — but
+    otherwise read as Python's ``json`` reads it (floats as floats, constants, last duplicate
+    key wins), as the library that wrote it does. Refusals are one-line AbsorbErrors."""
+    check_depth(text)
+    try:
+        return json.loads(text, parse_int=_bounded_int)
+    except json.JSONDecodeError as exc:
+        raise AbsorbError(f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise AbsorbError("JSON nested too deeply") from None
+
+
 def loads(text: str) -> object:
     """The JSON document ``text`` under the grammar: ints, Fractions, strings, lists and dicts
     (and ``None``/booleans, which :func:`entry` refuses where a number belongs). Duplicate keys,
@@ -145,6 +191,7 @@ def loads(text: str) -> object:
             column = at - text.rfind("\n", 0, at)
             raise AbsorbError(f"{exc} (line {line} column {column})") from None
 
+    check_depth(text)
     try:
         return json.loads(text, parse_int=literal, parse_float=literal,
                           parse_constant=_no_constant, object_pairs_hook=_unique_keys)

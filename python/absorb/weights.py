@@ -11,6 +11,8 @@ certificate ``Y`` (:func:`load_check_input`, :func:`read_check_document`).
 ``1e-400`` is 10⁻⁴⁰⁰) and a string is ``"p/q"`` or ``"p"``. A JSON block is therefore always
 exact: it carries its rational originals in ``Block.exact`` beside the float arrays (each entry
 rounded to nearest), so exact input never passes through float on the way to the verdict.
+``.npz`` arrays are read exactly in the format their dtype names (:mod:`absorb.formats`):
+integers beyond 2⁵³ and long doubles beyond float64 keep their exact values the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import numpy as np
 from absorb.activations import CATALOG, Activation
 from absorb.blocks import Array, Block, ExactWeights, ObjectArray
 from absorb.errors import AbsorbError
-from absorb.exact import safe_float
+from absorb.exact import as_fractions
+from absorb.formats import RATIONAL, StoredArray, coarsest, float_view, format_name, stored_array
 from absorb.numbers import entry, loads
 
 KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_down", "A_skip")
@@ -99,16 +102,15 @@ def parse_json_block(data: object, where: str) -> Parsed:
         raise AbsorbError(f"{where}: {exc}") from None
 
 
-def json_arrays(parsed: Parsed) -> tuple[dict[str, Array], dict[str, ObjectArray]]:
-    """Float arrays (each entry rounded to nearest; ±inf beyond the float range) and the exact
-    rational originals of one parsed block: a JSON document always denotes exact rationals
-    (:mod:`absorb.numbers`), decided on those; the floats are only a rounded view of them."""
-    floats: dict[str, Array] = {}
-    rationals: dict[str, ObjectArray] = {}
+def json_arrays(parsed: Parsed) -> dict[str, StoredArray]:
+    """The stored arrays of one parsed block: a JSON document always denotes exact rationals
+    (:mod:`absorb.numbers`), decided on those; the float view (each entry rounded to nearest,
+    ±inf beyond the float range) is derived from them once."""
+    out: dict[str, StoredArray] = {}
     for k, (shape, flat) in parsed.items():
-        rationals[k] = np.array(flat, dtype=object).reshape(shape)
-        floats[k] = np.array([safe_float(x) for x in flat], dtype=np.float64).reshape(shape)
-    return floats, rationals
+        rationals: ObjectArray = np.array(flat, dtype=object).reshape(shape)
+        out[k] = StoredArray(RATIONAL, float_view(rationals), rationals)
+    return out
 
 
 def read_json_data(path: Path) -> object:
@@ -271,23 +273,24 @@ def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype[np.gen
     return headers
 
 
-def read_npz(path: Path, check_keys: Callable[[Path, object], None] | None = None
-             ) -> dict[str, Array]:
-    """Every array of an ``.npz`` file as float64, after checking keys (``check_keys``, default
-    the single-block rule), dtypes and sizes from the headers; pickles are refused."""
+def read_npz(path: Path, check_keys: Callable[[Path, object], None] | None = None,
+             describe: Callable[[str], str] = str) -> dict[str, StoredArray]:
+    """Every array of an ``.npz`` file as stored, exactly (:func:`absorb.formats.stored_array`:
+    the format is the member's dtype, the float64 view derived once, the exact values kept
+    where the view is not them), after checking keys (``check_keys``, default the
+    single-block rule), dtypes and sizes from the headers; pickles are refused. A refusal
+    names the array by ``describe(key)``."""
     try:
         headers = _npz_headers(path)
         (check_keys or _check_keys)(path, headers)
         for k, (shape, dtype) in headers.items():
-            if dtype.hasobject:
-                raise AbsorbError(f"{path}: {k} is an object array (refused)")
-            if dtype.kind not in "biuf":
-                raise AbsorbError(f"{k}: non-numeric array (dtype {dtype})")
+            format_name(dtype, describe(k))
             size = math.prod(shape)
             if size > MAX_ENTRIES:
-                raise AbsorbError(f"{k} has {size} entries, more than the limit {MAX_ENTRIES}")
+                raise AbsorbError(f"{describe(k)} has {size} entries, more than the limit "
+                                  f"{MAX_ENTRIES}")
         with np.load(path, allow_pickle=False) as npz:
-            return {k: npz[k].astype(np.float64) for k in npz.files}
+            return {k: stored_array(npz[k], describe(k)) for k in npz.files}
     except NPZ_ERRORS as exc:
         raise AbsorbError(f"{path}: not a readable .npz file ({exc})") from None
 
@@ -329,22 +332,24 @@ def checked_path(path: str | Path) -> tuple[Path, str]:
     return path, suffix
 
 
-def block_from_arrays(floats: dict[str, Array], rationals: dict[str, ObjectArray] | None,
-                      activation: Activation, *, invertible_skip: bool = True) -> Block:
-    """The skip block of one set of arrays: finite entries, shapes (``Block``), and with
-    ``invertible_skip`` an invertible A (one block alone needs only A ≠ 0, or nothing)."""
-    for k, arr in floats.items():
-        # exact entries beyond the float range round to ±inf: their rationals decide
-        if rationals is None and not np.all(np.isfinite(arr)):
-            raise AbsorbError(f"{k} contains NaN or Inf")
+def block_from_arrays(arrays: dict[str, StoredArray], activation: Activation, *,
+                      invertible_skip: bool = True) -> Block:
+    """The skip block of one set of stored arrays: shapes (``Block``), its storage format (the
+    coarsest of W_up's and W_down's), the exact values beside the float views when any array
+    needs them, and with ``invertible_skip`` an invertible A (one block alone needs only A ≠ 0,
+    or nothing)."""
+    floats = {k: a.view for k, a in arrays.items()}
     exact = None
-    if rationals is not None:
-        exact = ExactWeights(rationals["W_up"], rationals["W_down"], rationals.get("W_gate"),
-                             rationals.get("b_up"), rationals.get("b_down"),
-                             rationals.get("A_skip"))
+    if any(a.exact is not None for a in arrays.values()):
+        # floats are dyadic rationals: the arrays the view holds exactly join the originals
+        q = {k: as_fractions(a.view) if a.exact is None else a.exact
+             for k, a in arrays.items()}
+        exact = ExactWeights(q["W_up"], q["W_down"], q.get("W_gate"), q.get("b_up"),
+                             q.get("b_down"), q.get("A_skip"))
     block = Block(activation, floats["W_up"], floats["W_down"], W_gate=floats.get("W_gate"),
                   b_up=floats.get("b_up"), b_down=floats.get("b_down"),
-                  A_skip=floats.get("A_skip"), exact=exact)
+                  A_skip=floats.get("A_skip"), exact=exact,
+                  dtype=coarsest([arrays["W_up"].format, arrays["W_down"].format]))
     if invertible_skip and block.A_skip is not None and not skip_is_invertible(
         block.A_skip, None if exact is None else exact.A_skip
     ):
@@ -362,10 +367,10 @@ def load_check_input(path: str | Path, activation: Activation) -> tuple[Block, C
     try:
         if suffix == ".json":
             return json_check_input(read_json_data(path), path, activation)
-        floats = read_npz(path)
+        arrays = read_npz(path)
     except PermissionError:
         raise AbsorbError(f"{path}: permission denied") from None
-    return block_from_arrays(floats, None, activation, invertible_skip=False), CheckerKeys()
+    return block_from_arrays(arrays, activation, invertible_skip=False), CheckerKeys()
 
 
 def json_check_input(data: object, path: Path, activation: Activation
@@ -378,11 +383,11 @@ def json_check_input(data: object, path: Path, activation: Activation
         keys = _checker_keys(data, str(path))
     parsed = parse_json_block(data, str(path))
     check_shapes(parsed, keys, str(path))
-    floats, rationals = json_arrays(parsed)
+    arrays = json_arrays(parsed)
     if keys.activation is not None and keys.activation != activation.name:
         raise AbsorbError(f"{path}: the file is for activation {keys.activation}, not "
                           f"{activation.name}")
-    return block_from_arrays(floats, rationals, activation, invertible_skip=False), keys
+    return block_from_arrays(arrays, activation, invertible_skip=False), keys
 
 
 def load_block(path: str | Path, activation: Activation) -> Block:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 from typing import Any, Literal
 
 import numpy as np
@@ -16,8 +17,9 @@ from numpy.typing import NDArray
 from absorb.blocks import Array as FloatArray
 from absorb.exact import Scaled, index_set_holds, integers, matmul_mod, negated, primes_below
 
-__all__ = ["FINGERPRINT_PRIMES", "MILP_TIME_LIMIT", "Mitm", "bits", "exact_meet_in_the_middle",
-           "integer_rows", "meet_in_the_middle", "milp_binary", "subset_sums"]
+__all__ = ["MAX_CONFIRMATIONS", "MILP_TIME_LIMIT", "Mitm", "bits", "draw_primes",
+           "exact_meet_in_the_middle", "integer_rows", "meet_in_the_middle", "milp_binary",
+           "prime_pool", "subset_sums"]
 
 # Keys of the meet-in-the-middle hash are projections on a fixed random direction: the
 # search is complete for any direction, the seed only fixes which (harmless) key collisions
@@ -136,19 +138,49 @@ def meet_in_the_middle(
     )
 
 
-#: Moduli of the exact search's fingerprints: the first three of these primes below 2²¹ that do
-#: not divide the scale's denominator b, so a key (h₁·p₂ + h₂)·p₃ + h₃ < 2⁶³ fits an int64 and
-#: :func:`absorb.exact.matmul_mod` applies.
-FINGERPRINT_PRIMES = primes_below(1 << 21, 8)
+#: Fingerprint moduli are drawn, per run, from the primes in [2²⁰, 2²¹) (about 73,000 of
+#: them): three of them make a key (h₁·p₂ + h₂)·p₃ + h₃ < 2⁶³ that fits an int64, and
+#: :func:`absorb.exact.matmul_mod` applies. Drawn at random (the seed reported), so no input
+#: can be built to make every half-sum collide modulo primes known in advance.
+PRIME_POOL_RANGE = (1 << 20, 1 << 21)
+#: Fingerprint matches confirmed exactly before the search turns to exact keys
+#: (:func:`_exact_keyed_search`: no confirmation at all, a bounded cost): an input whose
+#: half-sums collide modulo the drawn primes costs at most this many confirmations more.
+MAX_CONFIRMATIONS = 64
 # Right-half subset sums are formed in blocks of this many (the low bits of the right half).
 _RIGHT_BLOCK_BITS = 20
 
 
+@cache
+def prime_pool() -> NDArray[np.int64]:
+    """Every prime in PRIME_POOL_RANGE (a sieve, made once on first use)."""
+    lo, hi = PRIME_POOL_RANGE
+    sieve = np.ones(hi, dtype=bool)
+    sieve[:2] = False
+    for k in range(2, int(hi**0.5) + 1):
+        if sieve[k]:
+            sieve[k * k :: k] = False
+    return np.flatnonzero(sieve[lo:]).astype(np.int64) + lo
+
+
+def draw_primes(seed: int, b: int, count: int = 3) -> list[int]:
+    """``count`` distinct primes of the pool drawn with ``seed``, none dividing b (b must be
+    invertible modulo each)."""
+    pool = prime_pool()
+    rng = np.random.default_rng(seed)
+    out: list[int] = []
+    while len(out) < count:
+        p = int(pool[rng.integers(pool.size)])
+        if b % p and p not in out:
+            out.append(p)
+    return out
+
+
 def _subset_sums_mod(f: NDArray[np.int64], p: int) -> NDArray[np.int64]:
-    """All 2^h subset sums of f (entries in [0, p)) modulo p, by doubling (index k: the sum
-    over the set bits of k)."""
+    """All 2^h subset sums of f (entries in [0, p); h × m, or h alone) modulo p, by doubling
+    (index k: the sum over the set bits of k)."""
     h = f.shape[0]
-    sums = np.zeros(1 << h, dtype=np.int64)
+    sums = np.zeros((1 << h, *f.shape[1:]), dtype=np.int64)
     size = 1
     for j in range(h):
         dst = sums[size : 2 * size]
@@ -156,6 +188,19 @@ def _subset_sums_mod(f: NDArray[np.int64], p: int) -> NDArray[np.int64]:
         dst[dst >= p] -= p
         size *= 2
     return sums
+
+
+def _sorted_unique(keys: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The distinct keys, sorted (a sort and one comparison pass: several times faster than
+    ``np.unique``'s hashing on 2^20 int64 keys)."""
+    k = np.sort(keys)
+    if k.size < 2:
+        return k
+    keep = np.empty(k.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(k[1:], k[:-1], out=keep[1:])
+    out: NDArray[np.int64] = k[keep]
+    return out
 
 
 def _fingerprints(su: Scaled, sd: Scaled, st: Scaled, a: int, b: int, p: int,
@@ -171,8 +216,54 @@ def _fingerprints(su: Scaled, sd: Scaled, st: Scaled, a: int, b: int, p: int,
     return (alpha * beta) % p, g * a % p * pow(b, -1, p) % p
 
 
+@dataclass(frozen=True)
+class _Problem:
+    """The exact search's integer form: units ``live`` (a_i ≠ 0 and b_i ≠ 0), W_down = N_d·s_d,
+    W_up = N_u·s_u, −A = N_t·s_t on them, and s_t/(s_d·s_u) = a/b."""
+
+    W_up: Any
+    W_down: Any
+    A: Any
+    live: NDArray[np.int64]
+    su: Scaled
+    sd: Scaled
+    st: Scaled
+    a: int
+    b: int
+
+    @property
+    def halves(self) -> tuple[int, int]:
+        n = len(self.live)
+        return n // 2, n - n // 2
+
+    def found(self, S: tuple[int, ...], how: str) -> Mitm:
+        h1, h2 = self.halves
+        return Mitm("found", S, f"{how} over 2^{h1} + 2^{h2} subset sums found |S| = {len(S)}")
+
+    def none(self, how: str) -> Mitm:
+        h1, h2 = self.halves
+        return Mitm("none", None, f"{how} enumerated all 2^{h1} + 2^{h2} subset sums of the "
+                    f"{len(self.live)} nonzero units: no index set (exact)")
+
+    def subset(self, left: int, right: int) -> tuple[int, ...]:
+        h1 = self.halves[0]
+        return tuple(sorted(int(self.live[u]) for u in bits(left, 0) + bits(right, h1)))
+
+    def holds(self, S: tuple[int, ...]) -> bool:
+        return index_set_holds(self.W_up, self.W_down, S, self.A)
+
+
+def _problem(W_up: Any, W_down: Any, A: Any) -> _Problem:
+    su, sd, st = integers(W_up), integers(W_down), integers(negated(A))
+    live = np.flatnonzero(np.any(su.nonzero(), axis=1) & np.any(sd.nonzero(), axis=0))
+    if len(live) < su.shape[0]:
+        su, sd = integers(np.asarray(W_up)[live, :]), integers(np.asarray(W_down)[:, live])
+    q = st.scale / (sd.scale * su.scale)
+    return _Problem(W_up, W_down, A, live, su, sd, st, q.numerator, q.denominator)
+
+
 def exact_meet_in_the_middle(W_up: Any, W_down: Any, A: Any, max_enumeration: int,
-                             seed: int = _PROJECTION_SEED) -> Mitm:
+                             seed: int) -> Mitm:
     """Complete exact search for S with W_down[:,S] W_up[S,:] = −A on the given values (floats
     as stored dyadics, or rationals), in int64 arithmetic.
 
@@ -181,34 +272,34 @@ def exact_meet_in_the_middle(W_up: Any, W_down: Any, A: Any, max_enumeration: in
     u, v mod p, the fingerprint of a set is Σ_{i∈S} (uᵀa_i)(b_iᵀv) mod p; a solution's
     fingerprint equals (a/b)·uᵀN_t v mod p for every u, v and p ∤ b, so keying the 2^⌊n/2⌋ +
     2^⌈n/2⌉ half-sums by three such fingerprints (one int64) and matching them by sorting and
-    binary search misses no solution. Every match is confirmed exactly
-    (:func:`absorb.exact.index_set_holds`); a false match (probability ≤ 2/p per prime and
-    pair, by Schwartz–Zippel) only costs its confirmation. Units with a_i = 0 or b_i = 0
-    contribute nothing and are left out. ``none`` is a proof: no index set exists.
+    binary search misses no solution. The primes are drawn from a pool of about 73,000 with
+    ``seed`` (:func:`draw_primes`; reported, so a run can be replayed), equal keys are matched
+    once (the left keys deduplicated, each right block too), and every match is confirmed
+    exactly (:func:`absorb.exact.index_set_holds`); a false match (probability ≤ 2/p per
+    prime and pair, by Schwartz–Zippel) only costs its confirmation. Past MAX_CONFIRMATIONS
+    the search is finished by :func:`_exact_keyed_search`, which needs none. Units with
+    a_i = 0 or b_i = 0 contribute nothing and are left out. ``none`` is a proof: no index set
+    exists.
     """
-    su, sd, st = integers(W_up), integers(W_down), integers(negated(A))
-    live = np.flatnonzero(np.any(su.nonzero(), axis=1) & np.any(sd.nonzero(), axis=0))
-    n = len(live)
-    h1 = n // 2
-    h2 = n - h1
+    pb = _problem(W_up, W_down, A)
+    h1, h2 = pb.halves
     cost = (1 << h1) + (1 << h2)
     if cost > max_enumeration:
         return Mitm("limit", None, f"exact meet-in-the-middle would enumerate {cost} subset "
-                    f"sums (n={n} units), above max_enumeration={max_enumeration}")
+                    f"sums (n={len(pb.live)} units), above max_enumeration={max_enumeration}")
+    primes = draw_primes(seed, pb.b)
+    how = (f"exact meet-in-the-middle (fingerprints modulo the primes {primes}, drawn with "
+           f"seed {seed}; every match confirmed exactly)")
     rng = np.random.default_rng(seed)
-    su_l = integers(np.asarray(W_up)[live, :]) if n < su.shape[0] else su
-    sd_l = integers(np.asarray(W_down)[:, live]) if n < su.shape[0] else sd
-    q = st.scale / (sd_l.scale * su_l.scale)
-    a, b = q.numerator, q.denominator
-    primes = [p for p in FINGERPRINT_PRIMES if b % p][:3]  # b must be invertible mod p
-    prints = [_fingerprints(su_l, sd_l, st, a, b, p, rng) for p in primes]
+    prints = [_fingerprints(pb.su, pb.sd, pb.st, pb.a, pb.b, p, rng) for p in primes]
     left = np.zeros(1 << h1, dtype=np.int64)
     for (f, _), p in zip(prints, primes, strict=True):
         left *= p
         left += _subset_sums_mod(f[:h1], p)
-    # sorted without a permutation (an argsort of 2^24 keys costs four times the sort): the
-    # rare matched keys are looked up in the unsorted array afterwards
-    keys = np.sort(left)
+    # sorted without a permutation (an argsort costs four times the sort; the rare matched
+    # keys are looked up in the unsorted array afterwards), equal half-sums (coarse weights:
+    # many) kept once
+    keys = _sorted_unique(left)
     inner_bits = min(h2, _RIGHT_BLOCK_BITS)
     inner = [_subset_sums_mod(f[h1 : h1 + inner_bits], p) for (f, _), p in zip(prints, primes,
                                                                              strict=True)]
@@ -223,26 +314,68 @@ def exact_meet_in_the_middle(W_up: Any, W_down: Any, A: Any, max_enumeration: in
             key += part
         # sorted queries make the binary searches walk the same paths (5-10x faster than
         # unsorted ones); the rare hits are located in the block afterwards
-        block = np.sort(key)
+        block = _sorted_unique(key)
         found = block[keys[np.minimum(np.searchsorted(keys, block), keys.size - 1)] == block]
         if found.size == 0:
             continue
         hit = np.flatnonzero(np.isin(key, found))
         lefts = np.flatnonzero(np.isin(left, found))
         for j in hit.tolist():
-            right_bits = j | (o << inner_bits)
             for i in lefts[left[lefts] == key[j]].tolist():
                 confirmed += 1
-                if confirmed > max_enumeration:
-                    return Mitm("limit", None, f"{confirmed} fingerprint matches, above "
-                                f"max_enumeration={max_enumeration}")
-                S = tuple(sorted(int(live[u]) for u in bits(i, 0) + bits(right_bits, h1)))
-                if index_set_holds(W_up, W_down, S, A):
-                    return Mitm("found", S, f"exact meet-in-the-middle (fingerprints modulo "
-                                f"{len(primes)} primes, every match confirmed exactly) over "
-                                f"2^{h1} + 2^{h2} subset sums found |S| = {len(S)}")
-    return Mitm("none", None, f"exact meet-in-the-middle enumerated all 2^{h1} + 2^{h2} subset "
-                f"sums of the {n} nonzero units: no index set (exact)")
+                if confirmed > MAX_CONFIRMATIONS:
+                    return _exact_keyed_search(pb, f"{MAX_CONFIRMATIONS} fingerprint "
+                                               "matches failed their confirmation")
+                S = pb.subset(i, j | (o << inner_bits))
+                if pb.holds(S):
+                    return pb.found(S, how)
+    return pb.none(how)
+
+
+#: Exact keys of :func:`_exact_keyed_search` held at once, at most (int64 entries, 128 MiB).
+MAX_EXACT_KEY_ENTRIES = 1 << 24
+
+
+def _rows(parts: list[NDArray[np.int64]]) -> NDArray[np.void]:
+    """The rows of the residue blocks side by side, each one opaque (void) item: sorting and
+    binary search then compare whole rows."""
+    M = np.ascontiguousarray(np.concatenate(parts, axis=1))
+    return M.view(np.dtype((np.void, M.shape[1] * M.itemsize))).reshape(-1)
+
+
+def _exact_keyed_search(pb: _Problem, why: str) -> Mitm:
+    """The complete exact meet-in-the-middle with exact keys: each half-sum b·Σ a_i b_iᵀ (and
+    the target a·N_t minus each right half-sum) as its d² entries modulo primes whose product M
+    exceeds twice every entry's bound, so equal keys are equal integer matrices (two integers
+    below M/2 in magnitude that agree modulo M are equal) and no match needs a confirmation.
+    Its cost is fixed by n and d: 2^⌈n/2⌉·d²·(number of primes) int64 entries per half.
+    ``limit`` when that is above MAX_EXACT_KEY_ENTRIES."""
+    h1, h2 = pb.halves
+    d = pb.sd.shape[0]
+    bound = abs(pb.a) * pb.st.max_abs + pb.b * max(1, len(pb.live)) * pb.sd.max_abs \
+        * pb.su.max_abs * d
+    primes = list(primes_below(1 << 21, (2 * bound + 1).bit_length() // 20 + 1))
+    entries = (1 << h2) * d * d * len(primes)
+    if entries > MAX_EXACT_KEY_ENTRIES:
+        return Mitm("limit", None, f"{why}; the exact keys would take {entries} entries, "
+                    f"above {MAX_EXACT_KEY_ENTRIES}")
+    lparts, rparts = [], []
+    for p in primes:
+        U, D, T = pb.su.residues(p), pb.sd.residues(p), pb.st.residues(p)
+        units = (D.T[:, :, None] * U[:, None, :]).reshape(len(pb.live), d * d) % p
+        units = units * (pb.b % p) % p
+        lparts.append(_subset_sums_mod(units[:h1], p))
+        rparts.append((T.reshape(-1) * (pb.a % p) - _subset_sums_mod(units[h1:], p)) % p)
+    left, right = _rows(lparts), _rows(rparts)
+    order = np.argsort(left)  # rows compared as bytes: equal bytes, equal residues
+    pos = np.minimum(np.searchsorted(left[order], right), left.size - 1)
+    how = f"exact meet-in-the-middle on exact keys (modulo {len(primes)} primes; {why})"
+    for j in np.flatnonzero(left[order][pos] == right).tolist():
+        S = pb.subset(int(order[pos[j]]), j)
+        if pb.holds(S):  # equal keys are equal sums: this confirms, never rejects
+            return pb.found(S, how)
+        raise AssertionError("exact keys matched on unequal sums")
+    return pb.none(how)
 
 
 def integer_rows(

@@ -80,6 +80,9 @@ __all__ = [
     "plan_search",
 ]
 
+#: The seed of the exact search's fingerprint primes when the caller gives none.
+DEFAULT_SEED = 20260425
+
 Method = Literal["auto", "meet-in-the-middle", "milp"]
 Engine = Literal["meet-in-the-middle", "milp", "exact-meet-in-the-middle"]
 Status = Literal["found", "none", "limit"]
@@ -149,6 +152,7 @@ class IndexSetSearch:
     dual: DualCertificate | None = None
     plan: SearchPlan | None = None
     notes: tuple[str, ...] = field(default=())
+    seed: int | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -161,6 +165,7 @@ class IndexSetSearch:
             "dual": None if self.dual is None else self.dual.to_json(),
             "plan": None if self.plan is None else self.plan.to_json(),
             "notes": list(self.notes),
+            "seed": self.seed,
         }
 
 
@@ -275,6 +280,7 @@ def find_index_set(
     max_enumeration: int = 2**26,
     method: Method = "auto",
     dual: bool = True,
+    seed: int | None = None,
 ) -> IndexSetSearch:
     """Decide whether some S ⊆ {0..n−1} has W_down[:,S] W_up[S,:] = −A (A = I when None).
 
@@ -288,16 +294,23 @@ def find_index_set(
     Frobenius bound δ = d·τ. A dual certificate is exact for the stored numbers either way;
     it also rules out every S within tolerance when its margin exceeds τ·‖Y‖₁ (since
     |⟨E, Y⟩| ≤ ‖E‖_max‖Y‖₁).
+
+    ``seed`` draws the exact search's fingerprint primes (``IndexSetSearch.seed`` reports it,
+    so a run can be replayed; the verdict draws it from the command's ``--seed``); None is
+    DEFAULT_SEED, so that the same call gives the same output. No seed makes the search
+    slow: primes an input was built for cost at most MAX_CONFIRMATIONS confirmations before
+    the exact keys take over (:func:`.enumeration.exact_meet_in_the_middle`).
     """
     w = prepare(W_up, W_down, A)
+    run_seed = DEFAULT_SEED if seed is None else seed
     if tol <= 0 or not math.isfinite(tol):
         raise AbsorbError(f"tol must be positive, got {tol}")
     if max_enumeration < 1:
         raise AbsorbError(f"max_enumeration must be positive, got {max_enumeration}")
     try:
         if w.exact:
-            return _find_exact(w, max_enumeration, method, dual)
-        return _find_float(w, tol, max_enumeration, method, dual)
+            return _find_exact(w, max_enumeration, method, dual, run_seed)
+        return _find_float(w, tol, max_enumeration, method, dual, run_seed)
     except MemoryError:
         raise AbsorbError(f"the index-set search ran out of memory (d={w.d}, n={w.n}); "
                           "see plan_search for the predicted need") from None
@@ -345,14 +358,16 @@ def _lp_certificate(w: Weights, run: bool) -> tuple[DualCertificate | None, str]
     return lp_certificate(w) if run else (None, "dual certificate not attempted")
 
 
-def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) -> IndexSetSearch:
+def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool,
+                seed: int) -> IndexSetSearch:
     rel, sysm = exact_relaxation(w)
     notes: list[str] = []
 
     def out(status: Status, S: tuple[int, ...] | None, how: str, detail: str,
             cert: DualCertificate | None = None, plan: SearchPlan | None = None
             ) -> IndexSetSearch:
-        return IndexSetSearch(status, S, how, True, rel, detail, cert, plan, tuple(notes))
+        return IndexSetSearch(status, S, how, True, rel, detail, cert, plan, tuple(notes),
+                              seed)
 
     early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()))
     if early is not None:
@@ -372,7 +387,7 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
     xplan = plan_exact_search(w.n, w.d)
     if method != "milp" and _exact_is_cheap(xplan, w, max_enumeration):
         # the complete exact search is cheaper than any program: it decides, no LP first
-        return out(*_run_exact(w, xplan, max_enumeration), plan=xplan)
+        return out(*_run_exact(w, xplan, max_enumeration, seed), plan=xplan)
     cert, note = _lp_certificate(w, dual)
     notes.append(note)
     if cert is not None:
@@ -390,7 +405,7 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool) ->
             return out(status, found, "milp", detail, plan=xplan)
         notes.append(detail)
     return out(*_run_exact(w, xplan, max_enumeration if method == "meet-in-the-middle"
-                           else 1 << 62), plan=xplan)
+                           else 1 << 62, seed), plan=xplan)
 
 
 def _milp_budget(plan: SearchPlan) -> float:
@@ -415,14 +430,14 @@ def _exact_is_cheap(plan: SearchPlan, w: Weights, max_enumeration: int,
             and mitm_affordable(plan) is None)
 
 
-def _run_exact(w: Weights, plan: SearchPlan, max_enumeration: int) -> _Verdict:
+def _run_exact(w: Weights, plan: SearchPlan, max_enumeration: int, seed: int) -> _Verdict:
     """The exact meet-in-the-middle where affordable (its ``none`` is a proof), else limit."""
     blocked = mitm_affordable(plan)
     if blocked is not None:
         return "limit", None, "exact-meet-in-the-middle", blocked.replace(
             "meet-in-the-middle", "exact meet-in-the-middle", 1)
     try:
-        res = exact_meet_in_the_middle(w.W_up, w.W_down, w.A, max_enumeration)
+        res = exact_meet_in_the_middle(w.W_up, w.W_down, w.A, max_enumeration, seed)
     except MemoryError:
         return ("limit", None, "exact-meet-in-the-middle",
                 f"exact meet-in-the-middle ran out of memory (predicted "
@@ -441,7 +456,7 @@ def _beyond_tolerance(cert: DualCertificate, tau: float) -> bool:
 
 
 def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
-                dual: bool) -> IndexSetSearch:
+                dual: bool, seed: int) -> IndexSetSearch:
     rel, system = float_relaxation(w, tol)
     a_max = float(np.max(np.abs(w.A)))
     tau = tol * a_max
@@ -453,7 +468,8 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
             cert: DualCertificate | None = None, plan: SearchPlan | None = None,
             exact: bool = False) -> IndexSetSearch:
         exact = exact or (status == "none" and proved_none[0])
-        return IndexSetSearch(status, S, how, exact, rel, detail, cert, plan, tuple(notes))
+        return IndexSetSearch(status, S, how, exact, rel, detail, cert, plan, tuple(notes),
+                              seed)
 
     def accept(S: tuple[int, ...]) -> bool:
         return float(np.max(np.abs(_residual_matrix(w, S)))) <= tau
@@ -487,7 +503,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
     float_plan = plan_search(w.n, rel.rank, max_enumeration=max_enumeration)
     if method == "auto" and _exact_is_cheap(xplan, w, max_enumeration,
                                             below=float_plan.seconds):
-        xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
+        xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration, seed)
         if xs == "found":
             return out(xs, xS, xhow, xdetail, plan=xplan, exact=True)
         exact_none = proved_none[0] = xs == "none"
@@ -567,7 +583,7 @@ def _find_float(w: Weights, tol: float, max_enumeration: int, method: Method,
             return out(status, S, how, detail, cert, plan, exact=True)
         if _enumerated_sums(w.n) <= max_enumeration and mitm_affordable(xplan) is None:
             # the set found meets the condition only within the tolerance: prefer an exact one
-            xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration)
+            xs, xS, xhow, xdetail = _run_exact(w, xplan, max_enumeration, seed)
             if xs == "found":
                 return out(xs, xS, xhow, xdetail, cert, xplan, exact=True)
             notes.append(xdetail)

@@ -15,6 +15,7 @@ pivoted QR on one BLAS thread (:func:`least_norm_correction`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,14 +25,11 @@ import scipy.linalg as sla
 from absorb.blocks import Array
 from absorb.budget import FLOAT_BYTES, Cost
 from absorb.certificates.devices import factorization_threads
+from absorb.formats import unit_roundoff
 
-__all__ = ["FLOAT64_TOL", "UNIT_ROUNDOFF", "RoundingRepair", "least_norm_correction", "repair",
+__all__ = ["FLOAT64_TOL", "MAX_SEARCH_TOL", "RoundingRepair", "least_norm_correction", "repair",
            "repair_cost", "search_tolerance", "storage_dtype"]
 
-
-#: Unit roundoff of each storage format (half the spacing of the numbers near 1).
-UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 2.0**-24,
-                 "float64": 2.0**-53}
 #: For float64 weights the condition is accepted to this relative accuracy (float64 work on
 #: O(1) weights loses ~1e-15; 1e-9 leaves room for conditioning) and called exact.
 FLOAT64_TOL = 1e-9
@@ -51,11 +49,9 @@ def _fits_bfloat16(x: Array) -> bool:
 
 
 def storage_dtype(*arrays: Array) -> str:
-    """The coarsest of bfloat16, float16, float32, float64 holding every entry exactly.
-
-    Weights read into float64 keep their stored values, so the format they were stored in is
-    recovered from the values themselves (a float64 weight is practically never a float32).
-    """
+    """The coarsest of bfloat16, float16, float32, float64 holding every entry exactly: the
+    format of a block built in memory from float64 arrays. A block read from a file carries
+    the format the file names (``Block.dtype``), never this guess."""
     flats = [np.asarray(a, dtype=np.float64) for a in arrays]  # no copy for float64 input
     if all(_fits_bfloat16(x) for x in flats):
         return "bfloat16"
@@ -76,15 +72,23 @@ def rounding_bound(W_up: Array, W_down: Array, A: Array, S: Sequence[int], u: fl
     return bound
 
 
+#: The largest relative search tolerance: beyond it the rounding of the products would hide
+#: A itself (a subnormal skip beside O(1) weights), and S = ∅ (residual ‖A‖_max) must never
+#: pass as within rounding; the exact answer decides such blocks.
+MAX_SEARCH_TOL = 0.5
+
+
 def search_tolerance(W_up: Array, W_down: Array, A: Array, u: float) -> float:
     """A relative max-norm tolerance (τ/‖A‖_max) that every S consistent with rounding at
     level u meets: the largest entry of the rounding bound with all n units (one d×n×d
     product, as costly as the relaxation's residual matrix; a Cauchy–Schwarz bound would be
-    cheaper but about three times looser, enough to blur generic bfloat16 layers)."""
+    cheaper but about three times looser, enough to blur generic bfloat16 layers), at most
+    MAX_SEARCH_TOL (also where the quotient overflows: a subnormal ‖A‖_max)."""
     a_max = float(np.max(np.abs(A)))
-    mag = float(np.max(np.abs(W_down) @ np.abs(W_up) + np.abs(A)))
-    return float(1.01 * (2 * u + u * u) * mag / a_max
-                 + 4 * (W_up.shape[0] + 2) * 2.0**-52 * mag / a_max)
+    with np.errstate(over="ignore"):
+        mag = float(np.max(np.abs(W_down) @ np.abs(W_up) + np.abs(A)))
+        rel = (1.01 * (2 * u + u * u) + 4 * (W_up.shape[0] + 2) * 2.0**-52) * (mag / a_max)
+    return float(min(rel, MAX_SEARCH_TOL)) if math.isfinite(rel) else MAX_SEARCH_TOL
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,7 @@ def repair(W_up: Array, W_down: Array, A: Array, S: Sequence[int], dtype: str,
            u: float | None = None) -> RoundingRepair:
     """The least-norm correction of W_down[:,S] (``u`` overrides the format's roundoff)."""
     idx = list(S)
-    unit = UNIT_ROUNDOFF[dtype] if u is None else u
+    unit = unit_roundoff(dtype) if u is None else u
     B = W_up[idx, :]
     E = W_down[:, idx] @ B + A
     delta = least_norm_correction(B, E)

@@ -14,6 +14,7 @@ Hugging Face name (``gelu``, ``gelu_new``, ``silu``, …), else ``default_act`` 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -141,9 +142,13 @@ class ResolvedActivation:
 def hf_activation(arch: Architecture, config: Mapping[str, Any] | None) -> tuple[str, str]:
     """The Hugging Face activation name and where it was read (config key or default)."""
     for key in arch.act_keys:
-        value = (config or {}).get(key)
-        if isinstance(value, str):
-            return value, f"config.json {key} = {value!r}"
+        if config is None or key not in config:
+            continue
+        value = config[key]
+        if not isinstance(value, str):
+            raise AbsorbError(f"config.json {key} = {json.dumps(value)[:60]} is not an "
+                              "activation name; pass --activation NAME")
+        return value, f"config.json {key} = {value!r}"
     return arch.default_act, (f"{arch.name} default {arch.default_act!r} "
                               f"({'no config.json' if config is None else 'not in config.json'})")
 

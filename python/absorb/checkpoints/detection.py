@@ -27,7 +27,7 @@ from absorb.checkpoints.architectures import (
     hidden_width,
     model_dimension,
 )
-from absorb.checkpoints.reading import Checkpoint
+from absorb.checkpoints.reading import FLOAT_DTYPES, Checkpoint
 from absorb.errors import AbsorbError
 
 LAYOUT_TEXT = {"linear": "nn.Linear (weight is out x in)",
@@ -35,8 +35,20 @@ LAYOUT_TEXT = {"linear": "nn.Linear (weight is out x in)",
 
 
 def _regex(pattern: str, anchored: bool) -> re.Pattern[str]:
+    """The pattern's tensor names; the layer index is any run of (Unicode) digits, so that a
+    name whose index is not written as :func:`_layer_index` accepts is seen and refused."""
     body = re.escape(pattern).replace(re.escape(LAYER), r"(?P<i>\d+)")
     return re.compile(("" if anchored else r"(?P<prefix>(?:.+\.)?)") + body)
+
+
+def _layer_index(key: str, digits: str) -> int:
+    """The layer index of a tensor name: ASCII digits without leading zeros, the way the name
+    is rebuilt from the index (``str(i)``); anything else (``٣``, ``01``) is refused rather
+    than read as another layer's number."""
+    if not (digits.isascii() and digits == str(int(digits))):
+        raise AbsorbError(f"tensor {key!r}: layer index {digits!r} is not a plain ASCII "
+                          "number without leading zeros; refused")
+    return int(digits)
 
 
 def bias_key(weight_key: str) -> str | None:
@@ -71,7 +83,8 @@ def find_stack(keys: Iterable[str], stack: Stack, *, anchored: bool) -> Match | 
         by_prefix: dict[str, set[int]] = {}
         for key in keys:
             if (m := rx.fullmatch(key)) is not None:
-                by_prefix.setdefault(m.groupdict().get("prefix") or "", set()).add(int(m["i"]))
+                by_prefix.setdefault(m.groupdict().get("prefix") or "", set()).add(
+                    _layer_index(key, m["i"]))
         found[role] = by_prefix
     if not found["up"]:
         return None
@@ -146,6 +159,9 @@ def layer_spec(ckpt: Checkpoint, match: Match, layer: int, layout: Layout,
         if len(shape) != 2:
             raise AbsorbError(f"{where}: {keys[role]} has shape {_shape_text(shape)}, "
                               "expected a matrix")
+        if 0 in shape:
+            raise AbsorbError(f"{where}: {keys[role]} has shape {_shape_text(shape)}: a layer "
+                              "of width or dimension 0 has nothing to decide; refused")
     up = shapes["up"]
     n, d = up if layout == "linear" else up[::-1]
     if shapes["down"] != up[::-1]:
@@ -167,7 +183,13 @@ def layer_spec(ckpt: Checkpoint, match: Match, layer: int, layout: Layout,
             got = _shape_text(ckpt.info(biases[role])[1])
             raise AbsorbError(f"{where}: {as_layout} and n = {n}, but {biases[role]} has shape "
                               f"{got}, expected {size}")
-    dtypes = sorted({dt for dt, _ in info.values()})
+    info |= {role: ckpt.info(k) for role, k in biases.items()}
+    for role, (dtype, _) in info.items():
+        if dtype not in FLOAT_DTYPES:
+            raise AbsorbError(f"{where}: {({**keys, **biases})[role]}: unsupported tensor "
+                              f"dtype {dtype} (need one of {', '.join(FLOAT_DTYPES)}); no layer "
+                              "was decided")
+    dtypes = sorted({dt for role, (dt, _) in info.items() if not role.endswith("_bias")})
     return LayerSpec(match.label(layer), layer, match.stack.name, {**keys, **biases}, d, n,
                      "/".join(dtypes))
 

@@ -26,6 +26,7 @@ from absorb.certificates import relaxation_cost
 from absorb.checkpoints.architectures import Layout
 from absorb.checkpoints.detection import LayerSpec, Plan
 from absorb.checkpoints.reading import DTYPE_BYTES, Checkpoint
+from absorb.formats import coarsest
 from absorb.theory.index_sets import decision_cost
 
 # Side of the square float64 GEMM timed for the machine's matmul rate (about 2 GFLOP).
@@ -79,7 +80,8 @@ def layer_cost(spec: LayerSpec, activation: Activation) -> Cost:
 def load_block(ckpt: Checkpoint, keys: Mapping[str, str], layout: Layout,
                activation: Activation) -> Block:
     """The Block of one layer's tensors (``keys``: role → tensor name, biases where present),
-    float64 in the nn.Linear orientation (Conv1D weights transposed)."""
+    float64 in the nn.Linear orientation (Conv1D weights transposed), with the storage format
+    the headers name (the coarsest of W_up's and W_down's)."""
     def weight(role: str) -> Any:
         w = ckpt.tensor(keys[role])
         return np.ascontiguousarray(w.T) if layout == "conv1d" else w
@@ -90,7 +92,8 @@ def load_block(ckpt: Checkpoint, keys: Mapping[str, str], layout: Layout,
 
     gate = weight("gate") if "gate" in keys else None
     return Block(activation, weight("up"), weight("down"), gate,
-                 b_up=bias("up"), b_down=bias("down"))
+                 b_up=bias("up"), b_down=bias("down"),
+                 dtype=coarsest([ckpt.format(keys["up"]), ckpt.format(keys["down"])]))
 
 
 def load_layer(ckpt: Checkpoint, spec: LayerSpec, plan: Plan) -> Block:

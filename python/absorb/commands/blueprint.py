@@ -8,7 +8,6 @@ from typing import Any, cast
 
 from absorb.commands.options import timeout_type
 from absorb.commands.result import Result
-from absorb.errors import AbsorbError
 from absorb.lean_project import lean_root
 
 NAME = "blueprint"
@@ -25,15 +24,16 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", help="repository root for --verify (default: found from the CWD)")
     p.add_argument("--timeout", type=timeout_type, default=3600.0,
                    help="seconds allowed for each toolchain command (with --verify)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a folder that holds files an earlier absorb blueprint did "
+                        "not write (a leanblueprint project's src/content.tex, hand edits): "
+                        "they are overwritten")
 
 
 def run(args: argparse.Namespace) -> Result:
     from absorb import blueprint
 
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()) and not (out / "src" / "web.tex").is_file():
-        raise AbsorbError(f"{out} is not empty and holds no earlier blueprint; choose another "
-                          "folder (nothing was written)")
+    out = blueprint.check_out(Path(args.out), args.force)  # before --verify's build
     proved: dict[str, bool] = {}
     if args.verify:
         from absorb.lean import verify

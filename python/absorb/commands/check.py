@@ -7,6 +7,7 @@ import argparse
 
 import numpy as np
 
+from absorb.atomic_files import distinct_outputs, ensure_writable_file
 from absorb.blocks import Block
 from absorb.budget import require
 from absorb.commands.options import (
@@ -66,8 +67,12 @@ def run(args: argparse.Namespace) -> Outcome:
     from absorb.fits.evidence import fit_evidence
     from absorb.theory import decide, given_certificate
 
-    targets = {key: export.ensure_writable(path, args.force) for key, path in
-               (("certificate", args.certificate_out), ("lean", args.export_lean)) if path}
+    outputs = {"--certificate-out": args.certificate_out, "--export-lean": args.export_lean}
+    distinct_outputs({"--weights": args.weights, **outputs})  # --force never writes the input
+    targets = {key: ensure_writable_file(path, force=args.force, what=option)
+               for (key, path), option in zip((("certificate", args.certificate_out),
+                                               ("lean", args.export_lean)), outputs, strict=True)
+               if path}
     loaded = weights_from_options(args)  # a stack file is read once, as a stack
     if isinstance(loaded, list):
         return check_stack(args, loaded)

@@ -29,14 +29,14 @@ from typing import Any
 import numpy as np
 
 from absorb.atomic_files import write_atomic
-from absorb.blocks import Block, stored_biases, stored_weights
+from absorb.blocks import Block
 from absorb.errors import AbsorbError
+from absorb.numbers import MAX_DIGITS
 from absorb.rationals import RationalMatrix, rational_text
 from absorb.verdicts import AbsorbableUpToRounding, Absorbed, NotAbsorbed, Verdict
 from absorb.weights import CHECKER_ACTIVATIONS
 
-__all__ = ["FORMAT", "checker_document", "ensure_writable", "export_document",
-           "write_new_file"]
+__all__ = ["FORMAT", "checker_document", "export_document", "write_new_file"]
 
 FORMAT = "absorb-check/2"
 
@@ -51,6 +51,20 @@ def _q(v: object) -> str:
 
 def _rows(M: Any) -> list[list[str]]:
     return [[_q(v) for v in row] for row in np.asarray(M, dtype=object)]
+
+
+def _readable(doc: dict[str, object]) -> None:
+    """Refuse a document the checker could not read back: an exact entry whose numerator or
+    denominator has more digits than the number grammar allows (MAX_DIGITS: a long double
+    near 2^±16000 has about 4800)."""
+    for key, value in doc.items():
+        rows = value if isinstance(value, list) else []
+        for row in rows:
+            for text in row if isinstance(row, list) else [row]:
+                if isinstance(text, str) and max(map(len, text.lstrip("-").split("/"))) \
+                        > MAX_DIGITS:
+                    raise AbsorbError(f"an entry of {key} has more than {MAX_DIGITS} digits, "
+                                      "beyond the checker's number grammar (nothing written)")
 
 
 def checker_document(W_up: Any, W_down: Any, A: Any = None, *, activation: str = "relu",
@@ -75,19 +89,8 @@ def checker_document(W_up: Any, W_down: Any, A: Any = None, *, activation: str =
         doc["S"] = [int(i) for i in S]
     else:
         doc["Y"] = [[rational_text(Fraction(v)) for v in row] for row in Y]
+    _readable(doc)
     return doc
-
-
-def ensure_writable(path: str | Path, force: bool) -> Path:
-    """Refuse (before any work) a target that exists (unless ``force``) or cannot be created."""
-    target = Path(path)
-    if target.is_dir():
-        raise AbsorbError(f"{target}: is a directory, not a file")
-    if target.exists() and not force:
-        raise AbsorbError(f"{target}: exists; pass --force to overwrite it")
-    if not target.parent.is_dir():
-        raise AbsorbError(f"{target.parent}: no such directory")
-    return target
 
 
 def write_new_file(path: Path, doc: dict[str, object]) -> None:
@@ -120,8 +123,8 @@ def export_document(verdict: Verdict, block: Block, *, certificate: bool
     ``S`` of an absorbed verdict. AbsorbError (nothing written) when there is none, or when
     the file could not say what the verdict is about."""
     activation, with_biases, note = _exported_block(block)
-    W_up, W_down, A = stored_weights(block)
-    b_up, b_down = stored_biases(block) if with_biases else (None, None)
+    W_up, W_down, A = block.stored_weights
+    b_up, b_down = block.stored_biases if with_biases else (None, None)
     cert = verdict.get("certificate")
     dual = cert.get("dual") if isinstance(cert, dict) else None
     if certificate or isinstance(verdict, NotAbsorbed):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from absorb.atomic_files import distinct_outputs, ensure_writable_folder
 from absorb.checkpoints.architectures import BY_NAME as ARCHITECTURE_NAMES
 from absorb.commands.options import layer_pattern, positive, seed_type, tol_type
 from absorb.serialize import write_json
@@ -34,16 +35,17 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "or a Hugging Face model id org/name[@revision] read through the Hub cache "
                    "(extra hub: pip install -e \".[hub]\"; a local path of that name wins)")
     p.add_argument("--arch", help="architecture, overriding detection (one of: "
-                   f"{', '.join(ARCHITECTURE_NAMES)})")
+                   f"{', '.join(ARCHITECTURE_NAMES)}) (default: detected)")
     p.add_argument("--up", type=layer_pattern,
                    help="up-projection key pattern, {i} = layer (instead of detection; "
-                   "nn.Linear layout)")
+                   "nn.Linear layout) (default: detected)")
     p.add_argument("--down", type=layer_pattern,
-                   help="down-projection key pattern, {i} = layer")
+                   help="down-projection key pattern, {i} = layer (default: detected)")
     p.add_argument("--gate", type=layer_pattern,
-                   help="gate key pattern, {i} = layer (gated activations)")
+                   help="gate key pattern, {i} = layer (gated activations) (default: "
+                   "detected)")
     p.add_argument("--activation", help="a catalog name; needed with --up/--down, else it "
-                   "overrides the detected activation")
+                   "overrides the detected activation (default: detected)")
     p.add_argument("--tol", type=tol_type, default=None,
                    help="relative precision of the stored weights for 'absorbable up to "
                         "rounding', at most 1e-2; never makes a layer absorbed (default: "
@@ -68,6 +70,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="per-layer result cache, keyed by tensor content, options and version "
                         "(default: DIR/cache with --out, else none)")
+    p.add_argument("--keep-witness", action="store_true",
+                   help="keep each layer's certificate matrix Y (d x d exact rationals, up to "
+                        "about 40 bytes each: 23 MiB at d = 768) in --json/--jsonl/--out, size "
+                        "predicted first (default: each layer's digest and the certificate's "
+                        "summary, with Y's SHA-256)")
     p.add_argument("--jsonl", action=_JsonLines, nargs=0,
                    help="JSON lines on stdout: one per layer as it is decided, then the rest "
                         "of the --json object")
@@ -83,9 +90,12 @@ def run(args: argparse.Namespace) -> Inspection:
     from absorb.scan.inspect import Inspection, inspect_checkpoint
     from absorb.scan.summary import check_out, prepare_out, write_outputs
 
+    distinct_outputs({"--out": args.out, "--cache-dir": args.cache_dir})
     out = None if args.out is None else check_out(args.out)
     cache = args.cache_dir if args.cache_dir is not None else (
         None if out is None else out / "cache")
+    if args.cache_dir is not None:
+        ensure_writable_folder(args.cache_dir)
 
     def stream(row: dict[str, object]) -> None:
         write_json(row, sys.stdout)
@@ -94,7 +104,7 @@ def run(args: argparse.Namespace) -> Inspection:
     res = inspect_checkpoint(
         args.checkpoint, arch=args.arch, up=args.up, down=args.down, gate=args.gate,
         activation=args.activation, search=args.search, tol=args.tol, seed=args.seed,
-        progress=True, keep_certificates=out is not None or (args.json and not args.jsonl),
+        progress=True, keep_certificates=args.keep_witness, witness_room=out,
         workers=args.workers, scheduler=args.scheduler, cache_dir=cache, device=args.device,
         on_layer=stream if args.jsonl else None,
         prepare=None if out is None or args.cache_dir is not None else

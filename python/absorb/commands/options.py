@@ -95,9 +95,12 @@ def tol_type(text: str) -> float:
 def add_block_options(p: argparse.ArgumentParser) -> None:
     """The block of ``check``/``search``: --activation with --weights, or --d/--n/--seed."""
     p.add_argument("--activation", required=True, help="a catalog name (absorb activations)")
-    p.add_argument("--weights", help="a .npz or .json weights file")
-    p.add_argument("--d", type=positive(int), help="model dimension (random weights)")
-    p.add_argument("--n", type=positive(int), help="hidden width (random weights)")
+    p.add_argument("--weights", help="a .npz or .json weights file (default: none, a random "
+                                     "block of --d, --n, --seed)")
+    p.add_argument("--d", type=positive(int), help="model dimension (random weights) (default: "
+                                                   "none; give it, or --weights)")
+    p.add_argument("--n", type=positive(int), help="hidden width (random weights) (default: "
+                                                   "none; give it, or --weights)")
     p.add_argument("--biases", action="store_true", help="random weights with biases")
     p.add_argument("--seed", type=seed_type, default=0,
                    help="random seed, a non-negative integer (same seed, same output)")

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from absorb.blocks import Block, planted_block, random_block, stored_weights
+from absorb.blocks import Block, planted_block, random_block
 from absorb.budget import require, search_cost
 from absorb.commands.options import (
     add_block_options,
@@ -20,8 +20,14 @@ from absorb.commands.options import (
     weights_from_options,
 )
 from absorb.commands.result import Result
-from absorb.errors import AbsorbError
-from absorb.fits.fit import DEFAULT_STEPS, FitResult, default_samples, fit_residual_free
+from absorb.errors import EXIT_FINDINGS, AbsorbError
+from absorb.fits.fit import (
+    DEFAULT_STEPS,
+    FOUND_TOL,
+    FitResult,
+    default_samples,
+    fit_residual_free,
+)
 from absorb.theory import applicable_theorems, decide
 from absorb.verdicts import Absorbed, Impossible, NotAbsorbed, exact_zero_skip
 
@@ -37,7 +43,7 @@ def prediction(block: Block, width: int) -> dict[str, object]:
     :func:`absorb.theory.applicable_theorems`; at the block's own width the prediction is
     ``check``'s verdict itself (``verdict``), built by :func:`absorb.theory.decide`.
     """
-    if exact_zero_skip(stored_weights(block)[2]) is not None:
+    if exact_zero_skip(block.stored_weights[2]) is not None:
         return {"expect": "zero", "text": "A = 0: the block is residual-free already; expect ≈ 0"}
     how = applicable_theorems(block)
     d, n = block.d, block.n
@@ -75,13 +81,26 @@ def _control_target(block: Block, rng: np.random.Generator) -> tuple[Block, str]
                   residual=False), "residual-free block of the same kind (A = 0)")
 
 
+def control_failure(control: FitResult | None) -> str | None:
+    """Why the positive control failed, or None: a block of the target's size that is known to
+    have an exact fit was not fitted below FOUND_TOL by the same code and budget, so a nonzero
+    error on the target says nothing about the theory."""
+    if control is None or control.worst <= FOUND_TOL:
+        return None
+    return (f"POSITIVE CONTROL FAILED: the same search reached only {control.worst:.3g} "
+            f"(> {FOUND_TOL:g}) on a block of this size that has an exact fit, so the best "
+            "error on the target is no evidence; give it more --restarts, --steps, "
+            "--samples or --time-budget")
+
+
 def _verdict(pred: dict[str, object], res: FitResult, control: FitResult | None
              ) -> str:
     best = res.worst
     if res.contradictions:
         return (f"CONTRADICTION: the best error {best:.3g} is below a theorem's lower bound; "
                 "this would refute the theorem or reveal a bug")
-    parts = [f"best error {best:.3g}"]
+    parts = ["POSITIVE CONTROL FAILED"] if control_failure(control) else []
+    parts.append(f"best error {best:.3g}")
     if control is not None:
         parts.append(f"positive control (same size, same code) {control.worst:.3g}")
         if control.worst > 0:
@@ -136,7 +155,10 @@ def fit_lines(out: dict[str, object]) -> list[str]:
     ctrl = out["control"]
     if isinstance(ctrl, dict):
         lines.append(f"positive control ({ctrl['kind']}; same size, same code): "
-                     + _errors_text(ctrl["relative_error"]))
+                     + _errors_text(ctrl["relative_error"])
+                     + ("" if ctrl["failure"] else f" (recovered: <= {ctrl['found_tol']:g})"))
+        if ctrl["failure"]:
+            lines.append(str(ctrl["failure"]))
     lines.append(f"summary: {out['summary']}")
     lines.append(f"independence: {out['independence']}")
     contra = out["contradictions"]
@@ -185,7 +207,9 @@ def fit_and_explain(
         ctrl = fit(target, ctrl_rng, False)
         ctrl_json = {"kind": kind, "max_relative_error": ctrl.worst,
                      "relative_error": {str(s): e for s, e in ctrl.relative_error.items()},
-                     "status": ctrl.status, "seconds": ctrl.seconds}
+                     "status": ctrl.status, "seconds": ctrl.seconds,
+                     "recovered": ctrl.worst <= FOUND_TOL, "found_tol": FOUND_TOL,
+                     "failure": control_failure(ctrl)}
     return {
         "target": {
             "activation": block.activation.name,
@@ -212,15 +236,18 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--restarts", type=positive(int), default=4,
                    help="independent random initialisations; the best one is reported")
     p.add_argument("--steps", type=positive(int), default=None,
-                   help="LM iterations per stage (default 200) or Adam steps (default 1500) "
-                        "per restart; for a stack, LM steps per restart (default 200)")
+                   help="LM iterations per stage or Adam steps per restart; for a stack, LM "
+                        "steps per restart (default: 200 for lm, 1500 for adam, 200 for a "
+                        "stack)")
     p.add_argument("--samples", type=positive(int), default=None,
-                   help="training inputs per input scale (default: 8 per unit, 64 to 512, for "
-                        "lm; 2048 for adam; 128 for a stack); as many held-out pairs (x, 2x)")
+                   help="training inputs per input scale, and as many held-out pairs (x, 2x) "
+                        "(default: 8 per unit, 256 to 512, for lm; 2048 for adam; 128 for a "
+                        "stack)")
     p.add_argument("--engine", choices=("lm", "adam"), default="lm",
-                   help="lm: variable projection + Levenberg-Marquardt (default); adam")
+                   help="lm: variable projection + Levenberg-Marquardt; adam: Adam steps")
     p.add_argument("--time-budget", type=positive(float), default=None, metavar="SECONDS",
-                   help="stop cleanly after this many seconds (the output says so)")
+                   help="stop cleanly after this many seconds (the output says so) "
+                        "(default: no limit)")
     p.add_argument("--no-control", action="store_true",
                    help="skip the positive control (a planted block of the same size)")
     p.add_argument("--init-from-target", action="store_true",
@@ -268,4 +295,7 @@ def run(args: argparse.Namespace) -> Result:
                           steps=steps, samples=samples, seed=args.seed, engine=args.engine,
                           control=not args.no_control, init_from_target=args.init_from_target,
                           time_budget=args.time_budget, progress=True)
-    return Result(out, fit_lines(out))
+    ctrl = out["control"]
+    failure = ctrl["failure"] if isinstance(ctrl, dict) else None
+    return Result(out, fit_lines(out), EXIT_FINDINGS if failure else 0,
+                  None if failure is None else str(failure))

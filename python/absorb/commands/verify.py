@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from absorb.atomic_files import ensure_writable_folder
 from absorb.commands.audit import status_result
 from absorb.commands.options import add_root_option, timeout_type
 from absorb.commands.result import Result
@@ -30,13 +31,15 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "by tactic")
     p.add_argument("--dojo-out", type=Path, metavar="DIR",
                    help="with --backend dojo: write each theorem's tactic-by-tactic goal "
-                   "states to DIR/<id>.json")
+                   "states to DIR/<id>.json (default: not written)")
 
 
 def run(args: argparse.Namespace) -> Result:
     from absorb.lean import verify, verify_dojo
 
     if args.backend == "dojo":
+        if args.dojo_out is not None:  # before the trace, which takes minutes
+            ensure_writable_folder(args.dojo_out)
         res = verify_dojo(lean_root(args.root), timeout=args.timeout, out=args.dojo_out)
     elif args.dojo_out is not None:
         raise AbsorbError("--dojo-out needs --backend dojo")

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from absorb.activations import get_activation
 from absorb.blocks import INPUT_SCALES, Block, planted_block, random_block, stack_forward
+from absorb.fits.fit import FOUND_TOL as FOUND_TOL  # the experiments read it from here
 
 if TYPE_CHECKING:
     from absorb.fits import FitResult
@@ -35,8 +36,6 @@ FIT_RESTARTS, FIT_STEPS, FIT_SAMPLES, FIT_REDRAWS = 8, 40, 128, 6
 #: A fit stops restarting once it is this close at every scale (so only the fits that succeed
 #: finish early; the negative results spend the whole budget).
 FIT_STOP = 1e-9
-#: A search "finds" an exact block below this (max over scales of the held-out relative error).
-FOUND_TOL = 1e-8
 
 
 #: The four evidence states of an experiment (``ExperimentResult.status``).

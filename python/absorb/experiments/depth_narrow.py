@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from absorb.activations import get_activation
-from absorb.blocks import Block, ExactWeights, random_block, rational_weights
+from absorb.blocks import Block, ExactWeights, random_block
 from absorb.exact import det
 from absorb.experiments.base import EXACT_TOL, Experiment, ExperimentResult, _num, _series, decade
 from absorb.stacks import decide_stack, fit_stack, stack_jacobian
@@ -227,7 +227,7 @@ def _jacobian_rank(blocks: list[Block], rng: np.random.Generator) -> tuple[int, 
 
 def _folds(block: Block) -> bool | None:
     """Whether det(I + W D U) takes both signs over the realized patterns (None: too many)."""
-    U, W, A = rational_weights(block)
+    U, W, A = block.rational_weights
     points = region_points(U)
     if points is None:
         return None

@@ -52,13 +52,16 @@ from absorb.fits.bounds import contradictions, lower_bounds, pairs
 from absorb.fits.lm import VarPro
 from absorb.fits.units import Array, unit_function
 
-__all__ = ["ENGINES", "FitResult", "fit_residual_free"]
+__all__ = ["ENGINES", "FOUND_TOL", "FitResult", "fit_residual_free"]
 
 ENGINES = ("lm", "adam")
 DEFAULT_STEPS = {"lm": 200, "adam": 1500}
 #: Adam's initial learning rate (cosine-decayed to 10⁻³ of it; a tenth of it for the polish).
 ADAM_LR = 1e-2
 FROM_TARGET = "from-target (not independent)"
+#: A fit "finds" an exact block below this (max over scales of the held-out relative error):
+#: what a positive control must reach, the experiments' and ``absorb search``'s alike.
+FOUND_TOL = 1e-8
 
 
 @dataclass(frozen=True)

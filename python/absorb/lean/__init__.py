@@ -8,6 +8,9 @@ Entry points, all keyed on the manifest (:mod:`absorb.manifest`):
   and per manifest theorem whether its declarations exist.  The ``lean_lib`` targets come
   from ``lakefile.lean``; a library that is not a default target (the students' exercises)
   has its findings reported as ``exercises``, which do not fail the audit.
+* :func:`absorb.lean.resolve.resolve` (subpackage ``resolve``, for ``absorb audit
+  --lean-sources``) resolves every import and every constant the proofs name against the
+  pinned Mathlib/Batteries sources, in each file's own import closure.
 * :func:`verify` runs ``lake build`` (:mod:`absorb.lean.toolchain`: own process group,
   timeout, clean kill), parses its diagnostics and ``#print axioms`` output
   (:mod:`absorb.lean.output`), classifies each theorem, and runs the compiled checker on
@@ -17,7 +20,8 @@ Entry points, all keyed on the manifest (:mod:`absorb.manifest`):
 
 Module dependencies run one way: ``source`` and ``output`` and ``toolchain`` depend on
 nothing here; ``audit`` on ``source``; ``checker`` on ``toolchain``; ``verify`` on
-``output``, ``toolchain`` and ``checker``; ``dojo`` on ``toolchain`` and ``audit``.
+``output``, ``toolchain`` and ``checker``; ``dojo`` on ``toolchain`` and ``audit``;
+``resolve`` on ``source`` and ``audit``.
 """
 
 from absorb.lean.audit import (

@@ -80,6 +80,25 @@ def parse_lakefile_toml(text: str) -> tuple[LeanLib, ...]:
     )
 
 
+_EXE_RE = re.compile(
+    r"^[ \t]*lean_exe\s+(«[^»]+»|[\w.-]+)(.*?)(?=^[ \t]*(?:@\[|lean_lib\b|lean_exe\b|require\b"
+    r"|package\b|target\b|extern_lib\b)|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+_EXE_ROOT_RE = re.compile(r"\broot\s*:=\s*`([^\s,]+)")
+
+
+def parse_lean_exes(text: str) -> dict[str, str]:
+    """The ``lean_exe`` declarations of a ``lakefile.lean``: name → root module (``root :=
+    `M``, by default the executable's name)."""
+    out = {}
+    for m in _EXE_RE.finditer(strip_comments_and_strings(text)):
+        name = m.group(1).strip("«»")
+        root = _EXE_ROOT_RE.search(m.group(2))
+        out[name] = root.group(1).strip("«»") if root else name
+    return out
+
+
 def lean_libs(root: Path) -> tuple[LeanLib, ...]:
     """The libraries of the build file under ``root`` (:data:`FALLBACK_LIBS` without one)."""
     for name, parse in (("lakefile.lean", parse_lakefile_lean),

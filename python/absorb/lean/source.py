@@ -20,55 +20,63 @@ def strip_comments_and_strings(source: str) -> str:
     ``r"…"``/``r#"…"#``, and char literals such as ``'x'`` or ``'\\n'`` (a ``'`` that follows
     an identifier character is a prime in a name, ``h'``, and is left alone).
     """
-    out = list(source)
+    out: list[str] = []
     n = len(source)
-    i = 0
+    done = 0  # source[:done] is settled (copied to out or blanked)
 
     def blank(start: int, stop: int) -> None:
-        for j in range(start, min(stop, n)):
-            if out[j] != "\n":
-                out[j] = " "
+        nonlocal done
+        out.append(source[done:start])
+        stop = min(stop, n)
+        out.append(_BLANK_RE.sub(" ", source[start:stop]))
+        done = stop
 
-    while i < n:
-        c = source[i]
-        if source.startswith("--", i):
+    # Jump from one opening (`--`, `/-`, a quote) to the next rather than walking characters:
+    # Mathlib's closures are thousands of files, read on every run.
+    i = 0
+    while (m := _OPENING_RE.search(source, i)) is not None:
+        i, token = m.start(), m.group()
+        if token == "--":
             stop = source.find("\n", i)
             stop = n if stop < 0 else stop
-            blank(i, stop)
-            i = stop
-        elif source.startswith("/-", i):
+        elif token == "/-":
             depth, j = 1, i + 2
-            while j < n and depth:
-                if source.startswith("/-", j):
-                    depth, j = depth + 1, j + 2
-                elif source.startswith("-/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            blank(i, j)
-            i = j
-        elif c == "r" and (m := re.match(r'r(#*)"', source[i:])) and not _ident_before(source, i):
-            closing = '"' + m.group(1)
-            stop = source.find(closing, i + m.end())
+            for c in _NEST_RE.finditer(source, j):
+                depth += 1 if c.group() == "/-" else -1
+                j = c.end()
+                if not depth:
+                    break
+            else:
+                j = n
+            stop = j
+        elif token.startswith("r"):
+            if _ident_before(source, i):
+                i += 1
+                continue
+            closing = '"' + token[1:-1]
+            stop = source.find(closing, i + len(token))
             stop = n if stop < 0 else stop + len(closing)
-            blank(i, stop)
-            i = stop
-        elif c == '"':
+        elif token == '"':
             j = i + 1
             while j < n and source[j] != '"':
                 j += 2 if source[j] == "\\" else 1
-            blank(i, j + 1)
-            i = j + 1
-        elif c == "'" and not _ident_before(source, i):
-            m = re.match(r"'(\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^\\'\n])'", source[i:])
-            if m:
-                blank(i, i + m.end())
-                i += m.end()
-            else:
+            stop = j + 1
+        else:  # a quote: a char literal unless it is the prime of a name (h')
+            lit = None if _ident_before(source, i) else _CHAR_RE.match(source, i)
+            if lit is None:
                 i += 1
-        else:
-            i += 1
+                continue
+            stop = lit.end()
+        blank(i, stop)
+        i = stop
+    out.append(source[done:])
     return "".join(out)
+
+
+_OPENING_RE = re.compile(r'--|/-|r#*"|"|\'')
+_NEST_RE = re.compile(r"/-|-/")
+_CHAR_RE = re.compile(r"'(\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^\\'\n])'")
+_BLANK_RE = re.compile(r"[^\n]")
 
 
 def _ident_before(source: str, i: int) -> bool:
@@ -152,7 +160,7 @@ def scan_lean(source: str, file: str) -> ScannedFile:
         elif _MUTUAL_RE.match(line):
             scopes.append(("mutual", ()))
         elif m := _END_RE.match(line):
-            problem = _close_scope(scopes, m.group(1))
+            problem = close_scope(scopes, m.group(1))
             if problem:
                 # Reported, not raised: the audit goes on and `ok` turns false.
                 findings.append(Finding("parse", file, lineno, 1, problem, current))
@@ -161,7 +169,7 @@ def scan_lean(source: str, file: str) -> ScannedFile:
             if kind == "lemma":
                 kind = "theorem"
             if name and kind != "example":
-                full = _qualify(scopes, name)
+                full = qualify(scopes, name)
                 declarations.append(Declaration(full, kind, file, lineno))
                 current = full
                 if kind == "axiom":
@@ -181,14 +189,15 @@ def _raw(lines: Sequence[str], lineno: int) -> str:
     return lines[lineno - 1].strip() if lineno <= len(lines) else ""
 
 
-def _qualify(scopes: Sequence[tuple[str, tuple[str, ...]]], name: str) -> str:
+def qualify(scopes: Sequence[tuple[str, tuple[str, ...]]], name: str) -> str:
+    """``name`` declared inside ``scopes``: prefixed by the open namespaces (``_root_.`` not)."""
     if name.startswith("_root_."):
         return name.removeprefix("_root_.")
     prefix = [part for kind, parts in scopes if kind == "namespace" for part in parts]
     return ".".join([*prefix, name])
 
 
-def _close_scope(scopes: list[tuple[str, tuple[str, ...]]], name: str) -> str | None:
+def close_scope(scopes: list[tuple[str, tuple[str, ...]]], name: str) -> str | None:
     """Pop the scope closed by ``end name`` (``end A.B`` closes ``namespace A.B`` or two nested
     namespaces ``A`` and ``B``); a message when it matches no open scope."""
     parts = tuple(name.split(".")) if name else ()

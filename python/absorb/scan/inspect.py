@@ -21,6 +21,7 @@ from absorb.checkpoints.inspection import matmul_rate, summary_rows
 from absorb.checkpoints.reading import Checkpoint
 from absorb.errors import AbsorbError
 from absorb.scan.driver import scan_layers
+from absorb.scan.runners import check_runner
 from absorb.verdicts import check_tol
 
 NOTE = ("each verdict concerns the abstract block x + MLP(x) with the stored MLP weights "
@@ -48,6 +49,7 @@ def inspect_checkpoint(
     device: str = "cpu",
     on_layer: Callable[[dict[str, object]], None] | None = None,
     prepare: Callable[[], None] | None = None,
+    witness_room: Path | None = None,
 ) -> dict[str, object]:
     """``decide`` for every MLP layer of the checkpoint at ``path`` (a file, a folder, an
     index, or a Hugging Face model id ``org/name[@revision]`` from the Hub cache).
@@ -58,9 +60,10 @@ def inspect_checkpoint(
     overrides the storage tolerance of ``decide`` (default: from the stored dtype); each
     layer's random generator comes from ``seed`` and the layer's content digest.
     ``memory`` replaces the available memory (bytes) in the up-front plan (tests).
-    ``keep_certificates=False`` drops each layer's certificate matrix Y once the layer is
-    decided (its margin and how it was verified stay): text output never shows Y, and kept
-    matrices cost d² floats per layer, which the plan counts.
+    ``keep_certificates=False`` replaces each layer's certificate matrix Y by its SHA-256 once
+    the layer is decided (its margin and how it was verified stay): text output never shows
+    Y, and kept matrices cost d² floats per layer, which the plan counts, and up to d² "p/q"
+    strings of JSON, which must fit on the file system of ``witness_room`` (when given).
     ``workers``/``scheduler`` run the layers in parallel (local processes / Dask), ``cache_dir``
     keeps each layer's result for a later run, ``device`` runs the certificate's dense phases
     on torch, ``on_layer`` receives each layer's entry as soon as it is decided, ``prepare``
@@ -74,6 +77,7 @@ def inspect_checkpoint(
     if up is not None and activation is None:
         raise AbsorbError("--up/--down patterns need --activation")
     check_device(device)
+    check_runner(workers, scheduler)  # a bad address or a closed port: one line, in seconds
     local = resolve_checkpoint(str(path))
     with Checkpoint(local) as ckpt:
         if up is not None and down is not None and activation is not None:
@@ -86,7 +90,7 @@ def inspect_checkpoint(
             str(path), local, ckpt, plan, specs, rate=rate, seed=seed, search=search, tol=tol,
             device=device, workers=workers, scheduler=scheduler, cache_dir=cache_dir,
             keep_certificates=keep_certificates, memory=memory, progress=progress,
-            on_layer=on_layer, prepare=prepare)
+            on_layer=on_layer, prepare=prepare, witness_room=witness_room)
         files = [str(f) for f in ckpt.files]
     return {"checkpoint": str(path), "files": files, **plan.to_json(),
             "matmul_rate": rate, "note": NOTE, "scan": scan, "layers": layers}

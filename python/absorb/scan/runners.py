@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import re
+import socket
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
@@ -18,6 +20,59 @@ from absorb.scan.plan import Worker, blas_threads
 from absorb.scan.tasks import LayerTask, Outcome, run_task
 
 SCAN_EXTRA = "needs the scan extra: pip install -e '.[scan]'"
+#: A scheduler address: [tcp:// or tls://]HOST:PORT (HOST a name, IPv4, or [IPv6]), or the
+#: inproc:// address of a scheduler running in this very process (a LocalCluster there).
+_ADDRESS = re.compile(r"(?:(?:tcp|tls)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)"
+                      r":(?P<port>[0-9]{1,5})", re.ASCII)
+#: Seconds allowed to open a TCP connection to the scheduler, and to complete Dask's handshake.
+CONNECT_SECONDS = 5.0
+
+
+def check_runner(workers: int, scheduler: str | None) -> None:
+    """Refuse, before any work, ``--workers``/``--scheduler`` that cannot run: both asking
+    for parallel work, no worker, the scan extra missing (exit 3), or a scheduler that is
+    not an address or where nothing answers (:func:`check_scheduler`)."""
+    if scheduler is None:
+        if workers < 1:
+            raise AbsorbError(f"--workers must be at least 1, got {workers}")
+        return
+    if workers != 1:
+        raise AbsorbError("--workers and --scheduler exclude each other (a Dask cluster "
+                          "has its own workers)")
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ToolMissing(f"--scheduler {SCAN_EXTRA}") from None
+    check_scheduler(scheduler)
+
+
+def check_scheduler(address: str) -> None:
+    """Refuse, in one line and within :data:`CONNECT_SECONDS`, a ``--scheduler`` that is not
+    an address, or where nothing answers (a TCP connection is tried first: Dask's own client
+    retries for its whole timeout and then leaves a background error behind)."""
+    if address.startswith("inproc://"):
+        from distributed.comm import inproc
+
+        manager: Any = inproc.global_manager  # untyped library
+        try:
+            listener = manager.get_listener_for(address.removeprefix("inproc://"))
+        except ValueError:  # not of the form HOST/PID/N
+            listener = None
+        if listener is None:
+            raise AbsorbError(f"--scheduler {address}: no scheduler with that in-process "
+                              "address runs in this process (inproc:// addresses exist only "
+                              "inside the process that started the cluster)")
+        return
+    m = _ADDRESS.fullmatch(address)
+    if m is None or not 0 < int(m["port"]) < 65536:
+        raise AbsorbError(f"--scheduler {address}: not a scheduler address (expected "
+                          "[tcp://|tls://]HOST:PORT, e.g. tcp://127.0.0.1:8786)")
+    host = m["host"].strip("[]")
+    try:
+        socket.create_connection((host, int(m["port"])), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise AbsorbError(f"--scheduler {address}: cannot connect "
+                          f"({exc.strerror or type(exc).__name__})") from None
 
 
 class Runner:
@@ -81,9 +136,10 @@ class PoolRunner(Runner):
 
 
 class DaskRunner(Runner):
-    """``--scheduler ADDRESS``: a task per layer on a Dask distributed cluster."""
+    """``--scheduler ADDRESS``: a task per layer on a Dask distributed cluster (the address
+    checked first: :func:`check_scheduler`)."""
 
-    def __init__(self, address: str, timeout: float = 30.0) -> None:
+    def __init__(self, address: str, timeout: float = 2 * CONNECT_SECONDS) -> None:
         try:
             import distributed
         except ImportError:
@@ -120,13 +176,8 @@ class DaskRunner(Runner):
 
 
 def make_runner(workers: int, scheduler: str | None) -> Runner:
-    """The runner for ``--workers``/``--scheduler`` (``--scheduler`` wins; AbsorbError when
-    both ask for parallel work)."""
+    """The runner for ``--workers``/``--scheduler`` (checked first: :func:`check_runner`)."""
+    check_runner(workers, scheduler)
     if scheduler is not None:
-        if workers != 1:
-            raise AbsorbError("--workers and --scheduler exclude each other (a Dask cluster "
-                              "has its own workers)")
         return DaskRunner(scheduler)
-    if workers < 1:
-        raise AbsorbError(f"--workers must be at least 1, got {workers}")
     return Runner() if workers == 1 else PoolRunner(workers)

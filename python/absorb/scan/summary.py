@@ -2,8 +2,9 @@
 
 ``DIR/inspect.json`` holds the ``--json`` object; ``DIR/summary.html`` the table of every
 layer (layer, d, n, verdict, distance r/‖A‖_F, margin, time) and the figure
-``DIR/summary.png`` (distance and dual-certificate margin per layer on log scales, the
-verdict as a coloured strip); ``DIR/cache/`` the per-layer results a rerun resumes from.
+``DIR/summary.png`` (distance and dual-certificate margin per layer, the verdict as a coloured
+strip); ``DIR/cache/`` the per-layer results a rerun resumes from. The page has the report's
+stylesheet (:mod:`absorb.html_style`).
 A folder is used only when it is new, empty or an earlier scan's (marked by
 ``.absorb-scan``): a user's other files are never overwritten. Files are replaced
 atomically, the three together (Ctrl-C leaves the old set or the new one).
@@ -18,8 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from absorb.atomic_files import interrupts_deferred, write_atomic
+from absorb.atomic_files import ensure_writable_folder, interrupts_deferred, write_atomic
 from absorb.errors import AbsorbError
+from absorb.html_style import CSS
 from absorb.verdicts import (
     AbsorbableUpToRounding,
     Absorbed,
@@ -34,14 +36,20 @@ FILES = ("inspect.json", "summary.html", "summary.png")
 COLOURS = {Absorbed.kind: "#1b9e77", AbsorbableUpToRounding.kind: "#66a61e",
            NotAbsorbed.kind: "#d95f02", Impossible.kind: "#7570b3",
            Undetermined.kind: "#999999", "error": "#e7298a"}
+#: A panel whose values span at least this factor (largest / smallest) gets a log axis; a
+#: narrower one a linear axis from 0 with the values' range written on it (a log axis over a
+#: fraction of a decade has no labelled tick to read a value from).
+LOG_SPAN = 10.0
 
 
 def check_out(folder: str | Path) -> Path:
-    """``folder`` when a scan may write there (AbsorbError when it holds something else);
-    nothing is written yet."""
-    out = Path(folder)
-    if out.exists() and not out.is_dir():
-        raise AbsorbError(f"--out {out}: not a folder")
+    """``folder`` when a scan may write there (AbsorbError when it cannot be written or holds
+    something else: :func:`~absorb.atomic_files.ensure_writable_folder`); nothing is written
+    yet."""
+    try:
+        out = ensure_writable_folder(folder)
+    except AbsorbError as exc:
+        raise AbsorbError(f"--out {exc}") from None
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
         raise AbsorbError(f"--out {out}: the folder holds other files and no earlier scan "
                           f"({MARKER}); choose a new or empty folder (nothing was written)")
@@ -72,8 +80,35 @@ def series(res: Mapping[str, Any]) -> tuple[list[str], list[str], list[float | N
     return labels, verdicts, dist, margin
 
 
-def figure_png(res: Mapping[str, Any]) -> bytes:
-    """The summary figure as PNG bytes (no timestamp in the metadata: byte-stable)."""
+def _panel(ax: Any, values: Sequence[float | None], verdicts: Sequence[str], name: str) -> None:
+    """One panel of the figure: a value per layer (the positive ones; none for a verdict
+    without it), coloured by verdict, on a log axis when they span LOG_SPAN or more, else on a
+    linear axis from 0 (no offset: the tick labels are the values) with their range written."""
+    from matplotlib.ticker import ScalarFormatter
+
+    pts = [(i, v, verdicts[i]) for i, v in enumerate(values) if v is not None and v > 0]
+    ax.scatter([p[0] for p in pts], [p[1] for p in pts],
+               c=[COLOURS.get(p[2], "black") for p in pts], s=24, zorder=3)
+    ax.set_ylabel(name)
+    ax.grid(True, alpha=0.3)
+    if not pts:  # no axis to read: say so instead of matplotlib's default -0.04 to 0.04
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, f"no layer has a {name} above 0", ha="center", va="center",
+                fontsize=9, transform=ax.transAxes)
+        return
+    low, high = min(p[1] for p in pts), max(p[1] for p in pts)
+    if high >= LOG_SPAN * low:
+        ax.set_yscale("log")
+        return
+    ax.yaxis.set_major_formatter(ScalarFormatter(useOffset=False))
+    ax.set_ylim(0.0, 1.25 * high)
+    spread = "" if len(pts) < 2 else f" (spread {100 * (high - low) / high:.2g} %)"
+    ax.text(0.01, 0.96, f"{len(pts)} layers: {low:.6g} to {high:.6g}{spread}", fontsize=8,
+            transform=ax.transAxes, va="top")
+
+
+def figure(res: Mapping[str, Any]) -> Any:
+    """The summary figure (a matplotlib Figure; the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,16 +119,8 @@ def figure_png(res: Mapping[str, Any]) -> bytes:
     x = list(range(len(labels)))
     fig, axes = plt.subplots(3, 1, figsize=(max(6.0, 0.18 * len(x) + 3.0), 6.4), dpi=100,
                              sharex=True, gridspec_kw={"height_ratios": [3, 3, 1]})
-    for ax, values, name in ((axes[0], dist, "distance r/|A|_F"),
-                             (axes[1], margin, "certificate margin")):
-        pts = [(i, v, verdicts[i]) for i, v in zip(x, values, strict=True)
-               if v is not None and v > 0]
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts],
-                   c=[COLOURS.get(p[2], "black") for p in pts], s=24, zorder=3)
-        if pts:
-            ax.set_yscale("log")
-        ax.set_ylabel(name)
-        ax.grid(True, alpha=0.3)
+    _panel(axes[0], dist, verdicts, "distance r/|A|_F")
+    _panel(axes[1], margin, verdicts, "certificate margin")
     axes[2].bar(x, [1] * len(x), width=1.0, color=[COLOURS.get(v, "black") for v in verdicts])
     axes[2].set_yticks([])
     axes[2].set_ylabel("verdict")
@@ -104,6 +131,14 @@ def figure_png(res: Mapping[str, Any]) -> bytes:
     fig.legend([Patch(color=COLOURS.get(v, "black")) for v in present], present,
                loc="upper right", fontsize=7)
     fig.suptitle(f"{res['checkpoint']}: {len(x)} layers", fontsize=10)
+    return fig
+
+
+def figure_png(res: Mapping[str, Any]) -> bytes:
+    """The summary figure as PNG bytes (no timestamp in the metadata: byte-stable)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(res)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None}, bbox_inches="tight")
     plt.close(fig)
@@ -117,24 +152,28 @@ def table_html(res: Mapping[str, Any], rows: Sequence[Sequence[str]]) -> str:
     verdict_col = list(head).index("verdict")
     cells = "\n".join(
         "<tr>" + "".join(
-            f'<td style="color:{COLOURS.get(r[verdict_col], "black")}">{html.escape(c)}</td>'
+            f'<td class="word" style="color:{COLOURS.get(r[verdict_col], "black")}">'
+            f"{html.escape(c)}</td>"
             if k == verdict_col else f"<td>{html.escape(c)}</td>" for k, c in enumerate(r))
         + "</tr>" for r in body)
     scan = res.get("scan") or {}
     plan = scan.get("plan") or {}
-    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>absorb inspect: "
-            f"{html.escape(str(res['checkpoint']))}</title></head><body>\n"
-            f"<h1>{html.escape(str(res['checkpoint']))}</h1>\n"
-            f"<p>{len(body)} layers; {html.escape(str(arch.get('name', 'explicit patterns')))}; "
+    name = html.escape(str(res["checkpoint"]))
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>\n"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>\n"
+            f"<title>absorb inspect: {name}</title>\n<style>{CSS}</style></head><body>\n"
+            f"<h1>absorb inspect: {name}</h1>\n"
+            f"<p class='overview'>{len(body)} layers; "
+            f"{html.escape(str(arch.get('name', 'explicit patterns')))}; "
             f"activation {html.escape(str(res['activation']))}; decided by "
             f"{html.escape(str(scan.get('runner')))}; {scan.get('cached_layers', 0)} from the "
             f"cache, {scan.get('computed_layers', len(body))} computed; predicted "
             f"{plan.get('predicted_seconds', 0):.3g} s.</p>\n"
-            f"<p>{html.escape(str(res['note']))}</p>\n"
-            "<table border='1' cellpadding='3' style='border-collapse:collapse'>\n<tr>"
-            + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>\n{cells}\n</table>\n"
-            "<p><img src='summary.png' alt='distance, margin and verdict per layer'></p>\n"
-            "</body></html>\n")
+            f"<p class='note'>{html.escape(str(res['note']))}</p>\n"
+            "<table>\n<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+            + f"</tr></thead>\n<tbody>\n{cells}\n</tbody></table>\n"
+            "<figure><img src='summary.png' alt='distance, margin and verdict per layer'>"
+            "</figure>\n</body></html>\n")
 
 
 def write_outputs(out: Path, res: dict[str, Any], json_text: str,

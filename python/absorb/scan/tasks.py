@@ -38,7 +38,9 @@ def blas_for(d: int, n: int) -> contextlib.AbstractContextManager[object]:
         return contextlib.nullcontext()
     from threadpoolctl import threadpool_limits
 
-    return threadpool_limits(limits=1, user_api="blas")
+    limits: contextlib.AbstractContextManager[object] = threadpool_limits(limits=1,
+                                                                           user_api="blas")
+    return limits
 
 
 @dataclass(frozen=True)

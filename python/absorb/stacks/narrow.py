@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from absorb.blocks import Array, Block, rational_weights
+from absorb.blocks import Array, Block
 from absorb.exact import det
 from absorb.rationals import rational_text
 from absorb.stacks.arrangement import MAX_REGIONS, active_pattern, region_bound, region_points
@@ -86,7 +86,7 @@ def check_determinants(block: Block, layer: int) -> DeterminantCheck:
         return DeterminantCheck(layer, True, "norm_bound", bound, None, None, None, None,
                                 f"‖W‖₂‖U‖₂ ≤ ‖W‖_F‖U‖_F ≤ {bound:.6g} < 1")
     # the bound on the region count needs no exact weights: refuse before converting them
-    points = (region_points(rational_weights(block)[0])
+    points = (region_points(block.rational_weights[0])
               if region_bound(block.n, block.d) <= MAX_REGIONS else None)
     if points is None:
         why = (f"the arrangement may have {region_bound(block.n, block.d)} regions, above "
@@ -94,7 +94,7 @@ def check_determinants(block: Block, layer: int) -> DeterminantCheck:
         return DeterminantCheck(layer, False, "none", bound, None, None, None, None,
                                 why + ("" if bound is None else
                                        f"; the norm bound {bound:.6g} is not < 1"))
-    U, W, A = rational_weights(block)
+    U, W, A = block.rational_weights
     smallest: Fraction | None = None
     for p in points:
         S = list(active_pattern(U, p))

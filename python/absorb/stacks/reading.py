@@ -107,20 +107,26 @@ def _json_stack(data: object, path: Path, activation: Activation) -> list[Block]
     blocks = []
     for ell, p in enumerate(parsed):
         try:
-            blocks.append(block_from_arrays(*json_arrays(p), activation))
+            blocks.append(block_from_arrays(json_arrays(p), activation))
         except AbsorbError as exc:
             raise _with_layer(ell, exc) from None
     return blocks
 
 
+def _describe(name: str) -> str:
+    """A stack member's name as a refusal says it: ``W_up_0`` is "layer 0: W_up"."""
+    m = _SUFFIXED.match(name)
+    return name if m is None else f"layer {m['layer']}: {m['key']}"
+
+
 def _load_npz(path: Path, activation: Activation) -> list[Block]:
-    arrays = read_npz(path, _check_stack_keys)
+    arrays = read_npz(path, _check_stack_keys, _describe)
     count = _layer_count(path, set(arrays))
     blocks = []
     for ell in range(count):
         layer = {k: arrays[f"{k}_{ell}"] for k in KEYS if f"{k}_{ell}" in arrays}
         try:
-            blocks.append(block_from_arrays(layer, None, activation))
+            blocks.append(block_from_arrays(layer, activation))
         except AbsorbError as exc:
             raise _with_layer(ell, exc) from None
     return blocks

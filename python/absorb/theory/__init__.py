@@ -19,7 +19,7 @@ Which argument applies is decided once, from the catalog properties
 (the sign-flip construction and its check), :mod:`.evidence` (the caller's numerical
 evidence), :mod:`.witnesses` (degree, linearization, bounded), :mod:`.linear`
 (σ = identity), :mod:`.index_sets` (odd-part-linear blocks). The weights as stored are read
-with :func:`absorb.blocks.stored_weights`.
+from the block itself (``Block.stored_weights``: converted once, on the block).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from absorb.blocks import Block, float_view_finite, stored_arrays, stored_weights
+from absorb.blocks import Block
 from absorb.errors import AbsorbError
 from absorb.theory.applicable import (
     Applicable,
@@ -113,13 +113,13 @@ def decide(block: Block, *, rng: np.random.Generator, evidence: Evidence | None 
     if not block.residual:
         raise AbsorbError("decide needs a skip block (residual=True)")
     subj = subject(block)
-    _W_up, _W_down, A = stored_weights(block)
+    _W_up, _W_down, A = block.stored_weights
     zero = exact_zero_skip(A)
     if zero is not None:
         h = Block(block.activation, block.W_up, block.W_down, block.W_gate, block.b_up,
                   block.b_down, residual=False)
         return Absorbed(subject=subj, proof=zero, reason="A = 0 exactly: the block is already "
-                        "residual-free", construction={"absorbing_block": stored_arrays(block)},
+                        "residual-free", construction={"absorbing_block": block.stored_arrays},
                         check=check_construction(block, h, rng))
     how = applicable_theorems(block)
     if how.path == "linear":
@@ -128,7 +128,7 @@ def decide(block: Block, *, rng: np.random.Generator, evidence: Evidence | None 
         return decide_index_set(block, rng, evidence, subj, tol, candidate)
     if how.path == "impossible":
         assert how.theorem is not None  # an impossibility path names its theorem
-        if how.theorem != "bounded" and not float_view_finite(block):
+        if how.theorem != "bounded" and not block.float_view_finite:
             # these witnesses evaluate the block in floating point: no witness, no verdict
             return Undetermined(subject=subj, reason=float_witness_missing(how.theorem),
                                 unmet_hypotheses=tuple(how.unmet))

@@ -17,12 +17,8 @@ from absorb.blocks import (
     INPUT_SCALES,
     Array,
     Block,
-    float_view_finite,
-    stored_biases,
-    stored_weights,
 )
 from absorb.errors import AbsorbError
-from absorb.exact import as_fractions
 
 CHECK_POINTS = 256
 #: Why a float-only step (numerical check, float witness, search) is not run on exact input.
@@ -69,8 +65,8 @@ def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]
     Sign flips and copies are exact in floating point; only c_down needs rational arithmetic,
     and its entries are written as floats where they are exactly floats, else as "p/q".
     """
-    W_up, W_down, _ = stored_weights(block)
-    b_up, b_down = stored_biases(block)
+    W_up, W_down, _ = block.stored_weights
+    b_up, b_down = block.stored_biases
     idx = [int(i) for i in S]
     exact = block.exact is not None
     D = np.ones(block.n, dtype=object if exact else np.float64)
@@ -78,10 +74,11 @@ def exact_absorbing_weights(block: Block, S: Sequence[int]) -> dict[str, object]
     out: dict[str, object] = {"W_up": D[:, None] * W_up, "W_down": W_down.copy()}
     if b_up is not None:
         out["b_up"] = D * b_up
-        Wd = as_fractions(np.asarray(W_down)[:, idx]) if idx else None
-        shift = (Wd @ as_fractions(np.asarray(b_up)[idx]) if Wd is not None
+        q_up, q_down = block.rational_biases
+        assert q_up is not None  # b_up is present: so is its rational form
+        shift = (block.rational_weights[1][:, idx] @ q_up[idx] if idx
                  else np.full(block.d, Fraction(0), dtype=object))
-        c_down = shift if b_down is None else as_fractions(b_down) + shift
+        c_down = shift if q_down is None else q_down + shift
         out["b_down"] = c_down if exact else np.array([_exactly(v) for v in c_down],
                                                       dtype=object)
     elif b_down is not None:
@@ -110,7 +107,7 @@ def check_construction(block: Block, h: Block, rng: np.random.Generator) -> dict
     ("verify" is kept for the Lean build, ``absorb verify``.) Not run when an exact entry lies
     beyond the float range (its float view is ±inf): the check would only measure NaN, and
     the verdict rests on the exact identity, never on this check."""
-    if not float_view_finite(block):
+    if not block.float_view_finite:
         return dict(CHECK_NOT_RUN)
     return check_maps(block, h, block.d, rng)
 

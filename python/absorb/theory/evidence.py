@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from absorb.blocks import Block, float_view_finite
+from absorb.blocks import Block
 from absorb.theory.construction import BEYOND_FLOAT
 
 #: Numerical evidence for an ``undetermined`` verdict, given by the caller:
@@ -19,6 +19,6 @@ def attached_evidence(block: Block, rng: np.random.Generator, evidence: Evidence
                       ) -> dict[str, object] | None:
     """The caller's evidence on ``block`` (``evidence(block, rng)``), None when none was asked;
     not run on a block whose float view is not finite (a numerical fit of ±inf weights)."""
-    if evidence is not None and not float_view_finite(block):
+    if evidence is not None and not block.float_view_finite:
         return {"note": f"not run: a numerical search needs float weights, and {BEYOND_FLOAT}"}
     return None if evidence is None else evidence(block, rng)

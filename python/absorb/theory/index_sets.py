@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 
 from absorb import certificates, exact
-from absorb.blocks import Block, ObjectArray, rational_weights, stored_weights
+from absorb.blocks import Block, ObjectArray
 from absorb.budget import Cost
 from absorb.certificates import check_dual
 from absorb.certificates.recheck import EXACT_OPS
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
-    UNIT_ROUNDOFF,
+    MAX_SEARCH_TOL,
     corrected,
     repair,
     repair_cost,
@@ -33,7 +33,7 @@ from absorb.certificates.rounding import (
     storage_dtype,
 )
 from absorb.errors import AbsorbError
-from absorb.exact import as_fractions
+from absorb.formats import FLOAT_FORMATS, RATIONAL, unit_roundoff
 from absorb.rationals import rational_text
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.construction import (
@@ -141,10 +141,10 @@ def necessary_hypotheses(block: Block) -> list[str]:
         unmet.append(f"σ ReLU at infinity: σ(tz + c)/t -> ReLU(z) (bias_blowup; "
                      f"{act.name} is not)")
     exact = block.exact is not None
-    W_up, W_down, _ = stored_weights(block)
+    W_up, W_down, _ = block.stored_weights
     distinct = noncollinear_rows(W_up, exact)
     if not distinct and not exact and W_up.size <= EXACT_COLLINEAR_ENTRIES:
-        distinct = noncollinear_rows(as_fractions(W_up), True)
+        distinct = noncollinear_rows(block.rational_weights[0], True)
     if not distinct:
         unmet.append("rows of W_up nonzero and pairwise non-collinear")
     if not np.all(np.any(W_down != 0, axis=0)):
@@ -152,32 +152,45 @@ def necessary_hypotheses(block: Block) -> list[str]:
     return unmet
 
 
-def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[float | None, str]:
-    """A proven lower bound on min_S ‖W_down[:,S] W_up[S,:] + A‖_F / ‖A‖_F, and its source.
+_SAFE = 1.0 - 16.0 * 2.0**-53
 
-    From a dual certificate Y (margin m, exact or a proven lower bound): every S has
-    |⟨E_S, Y⟩| ≥ m, so ‖E_S‖_F ≥ m/‖Y‖_F (Cauchy–Schwarz). Else from the exact relaxation:
-    ‖E_S‖_F ≥ r = min over every real s. The float relaxation's r² is measured at a computed
-    minimizer — an upper bound of its minimum, not a lower bound over S — and gives none.
-    Floats are rounded toward the safe side (the quotient by at most 16 unit roundoffs).
-    """
-    safe = 1.0 - 16.0 * 2.0**-53
+
+def dual_distance(dual: certificates.DualCertificate, A: Any,
+                  d: int) -> tuple[float | None, str]:
+    """The proven lower bound on min_S ‖W_down[:,S] W_up[S,:] + A‖_F / ‖A‖_F that a dual
+    certificate Y (margin m, exact or a proven lower bound) gives, and its source: every S
+    has |⟨E_S, Y⟩| ≥ m, so ‖E_S‖_F ≥ m/‖Y‖_F (Cauchy–Schwarz); rounded toward the safe side
+    (the quotient by at most 16 unit roundoffs)."""
     a2 = _frobenius_squared_above(A, d)
     if a2 == 0:
         return None, "A = 0"
     try:
-        if result.dual is not None:
-            m = result.dual.check.margin
-            # ‖Y‖_F² bounded above without squaring in float: a tiny exact Y (entries near
-            # 2⁻¹¹⁰⁰) would underflow to a zero divisor, a huge one overflow.
-            y2 = _frobenius_squared_above(result.dual.Y, d)
-            if y2 == 0:  # Y = 0 has margin 0: no certificate, no bound
-                return None, "zero dual certificate"
-            q = Fraction(m) ** 2 / (y2 * a2)
-            return (math.sqrt(float(q)) * safe,
-                    "dual certificate: margin / (|Y|_F |A|_F)")
+        # ‖Y‖_F² bounded above without squaring in float: a tiny exact Y (entries near
+        # 2⁻¹¹⁰⁰) would underflow to a zero divisor, a huge one overflow.
+        y2 = _frobenius_squared_above(dual.Y, d)
+        if y2 == 0:  # Y = 0 has margin 0: no certificate, no bound
+            return None, "zero dual certificate"
+        q = Fraction(dual.check.margin) ** 2 / (y2 * a2)
+        return math.sqrt(float(q)) * _SAFE, "dual certificate: margin / (|Y|_F |A|_F)"
+    except (OverflowError, ValueError):  # beyond float range: no bound is stated
+        return None, "beyond float range"
+
+
+def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[float | None, str]:
+    """A proven lower bound on min_S ‖W_down[:,S] W_up[S,:] + A‖_F / ‖A‖_F, and its source.
+
+    From a dual certificate (:func:`dual_distance`). Else from the exact relaxation:
+    ‖E_S‖_F ≥ r = min over every real s. The float relaxation's r² is measured at a computed
+    minimizer — an upper bound of its minimum, not a lower bound over S — and gives none.
+    """
+    if result.dual is not None:
+        return dual_distance(result.dual, A, d)
+    a2 = _frobenius_squared_above(A, d)
+    if a2 == 0:
+        return None, "A = 0"
+    try:
         if result.relaxation.residual_exact is not None:
-            return (math.sqrt(float(result.relaxation.residual_exact / a2)) * safe,
+            return (math.sqrt(float(result.relaxation.residual_exact / a2)) * _SAFE,
                     "exact relaxation: r / |A|_F")
     except (OverflowError, ValueError):  # beyond float range: no bound is stated
         return None, "beyond float range"
@@ -228,7 +241,7 @@ def _certificate(result: certificates.IndexSetSearch, A: Any, d: int) -> dict[st
 
 def given_certificate(block: Block, Y: ObjectArray) -> dict[str, object]:
     """A user's dual certificate Y (from a checker file), checked independently."""
-    W_up, W_down, A = stored_weights(block)
+    W_up, W_down, A = block.stored_weights
     chk = check_dual(W_up, W_down, Y, A)
     margin = chk.margin
     return {"valid": chk.valid,
@@ -256,13 +269,18 @@ class Storage:
 
 
 def storage(block: Block, tol: float | None) -> Storage:
-    """The :class:`Storage` of a block's weights (detected from the stored values)."""
+    """The :class:`Storage` of a block's weights: the format its file names (``Block.dtype``;
+    a block built in memory: the coarsest float format holding its values). Exact values
+    beside the floats (JSON, integers beyond 2⁵³, long doubles beyond float64) are decided
+    exactly: no tolerance. Formats at least as fine as float64 (long double, integers, whose
+    arithmetic is float64's) take FLOAT64_TOL."""
     if block.exact is not None:
-        return Storage("rational", 0.0, 0.0, None)
-    dtype = storage_dtype(block.W_up, block.W_down)
-    u = UNIT_ROUNDOFF[dtype]
-    t = (FLOAT64_TOL if dtype == "float64" else u) if tol is None else tol
-    search_tol = max(t, FLOAT64_TOL) if dtype == "float64" else max(
+        return Storage(block.dtype or RATIONAL, 0.0, 0.0, None)
+    dtype = block.dtype or storage_dtype(block.W_up, block.W_down)
+    u = unit_roundoff(dtype)
+    fine = u <= FLOAT_FORMATS["float64"]
+    t = (FLOAT64_TOL if fine else u) if tol is None else tol
+    search_tol = min(max(t, FLOAT64_TOL), MAX_SEARCH_TOL) if fine else max(
         search_tolerance(block.W_up, block.W_down, block.skip_matrix(), t), FLOAT64_TOL)
     return Storage(dtype, u, t, search_tol)
 
@@ -279,28 +297,40 @@ def _absorbed(block: Block, proof: ExactCheck, rng: np.random.Generator, subject
                     check=check_construction(block, h, rng), details=details)
 
 
+def _exact_answer(result: certificates.IndexSetSearch,
+                  confirm: certificates.IndexSetSearch | None) -> str:
+    """What the stored weights themselves say, beside an answer up to rounding: no exact index
+    set (a dual certificate, or the exact search), or not decided exactly."""
+    if result.dual is not None:
+        return ("the stored weights themselves admit no exact index set (dual certificate "
+                f"below, margin {float(result.dual.check.margin):.3g}): the stored block is one "
+                "rounding away from absorbable, not absorbable itself")
+    if confirm is not None and confirm.status == "none":
+        return ("the stored weights themselves admit no exact index set (exhaustive search in "
+                f"exact arithmetic, {confirm.method}): the stored block is one rounding away "
+                "from absorbable, not absorbable itself")
+    return ("not decided exactly (the exact search on the stored values is beyond its budget): "
+            "the condition fails on this S by less than the precision of the weights")
+
+
 def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSearch,
                     rng: np.random.Generator, subject: Subject, store: Storage,
-                    A: Any) -> Verdict:
+                    A: Any, confirm: certificates.IndexSetSearch | None) -> Verdict | None:
     """S meets the condition only up to the storage precision: the least-norm repair of
-    W_down[:,S] and the construction verified on the repaired weights."""
+    W_down[:,S], the construction verified on the repaired weights, and the exact answer on
+    the stored weights beside it (``confirm``: the exact search, where it ran). None when the
+    repair is outside the rounding bound (the caller decides from the exact answer)."""
     dtype = store.dtype
     rep = repair(block.W_up, block.W_down, block.skip_matrix(), S, dtype, u=store.tol)
-    roundoffs = rep.relative_change / UNIT_ROUNDOFF[dtype]
+    roundoffs = rep.relative_change / store.unit_roundoff
     if not rep.within_rounding or not math.isfinite(roundoffs):
-        return Undetermined(subject=subject, reason=(
-            "an index set meets the condition within the search tolerance but not within the "
-            f"rounding bound for tol = {store.tol:.3g}, and not exactly"),
-            details={"S": S, "rounding": rep.to_json(),
-                     "index_set_search": result.to_json()})
+        return None
     fixed = Block(block.activation, block.W_up, corrected(block.W_down, rep), block.W_gate,
                   block.b_up, block.b_down, block.A_skip)
     h = absorbing_block(fixed, S)
-    exactly = ("the stored weights themselves admit no exact index set (dual certificate "
-               f"below, margin {float(result.dual.check.margin):.3g}): the stored block is one "
-               "rounding away from absorbable, not absorbable itself"
-               if result.dual is not None else
-               "the condition fails on the stored weights by less than their precision")
+    search = {"index_set_search": result.to_json()}
+    if confirm is not None:
+        search["exact_search"] = confirm.to_json()
     return AbsorbableUpToRounding(
         subject=subject, chain=("index_set_sufficient",), S=tuple(S), roundoffs=roundoffs,
         rounding=rep.to_json(),
@@ -308,11 +338,11 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
                f"exactly (|S| = {len(S)}): a change of W_down[:,S] of relative size "
                f"{rep.relative_change:.3g} ({roundoffs:.3g} unit roundoffs of {dtype}) makes it "
                "exact, and the sign-flip construction then absorbs the skip",
-        details={"stored_weights_exactly": exactly,
+        details={"stored_weights_exactly": _exact_answer(result, confirm),
                  "certificate": _certificate(result, A, block.d),
                  "corrected_absorbing_block": corrected_construction(h),
                  "corrected_construction_check": check_construction(fixed, h, rng),
-                 "index_set_search": result.to_json()})
+                 **search})
 
 
 #: Seconds per unit of the exact certificate check below EXACT_OPS: its Chinese remaindering
@@ -346,7 +376,7 @@ def decision_cost(d: int, n: int) -> Cost:
 EXACT_SEARCH_MAX_WEIGHTS = 1 << 10
 
 
-def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
+def _confirm_exactly(block: Block, seed: int) -> certificates.IndexSetSearch | None:
     """The complete search again, in exact arithmetic on the stored (dyadic) values, when the
     block is small enough and its plan fits; None when it would not.
 
@@ -360,7 +390,7 @@ def _confirm_exactly(block: Block) -> certificates.IndexSetSearch | None:
     decides both on the stored values, up to the exact search's full time limit."""
     if block.n * block.d > EXACT_SEARCH_MAX_WEIGHTS:
         return None
-    res = certificates.find_index_set(*rational_weights(block), dual=False)
+    res = certificates.find_index_set(*block.rational_weights, dual=False, seed=seed)
     return res if res.status != "limit" else None
 
 
@@ -372,7 +402,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
                      subject: Subject, tol: float | None,
                      candidate: Sequence[int] | None) -> Verdict:
     """The verdict of an odd-part-linear ungated block with A ≠ 0 (see the module docstring)."""
-    W_up, W_down, A = stored_weights(block)
+    W_up, W_down, A = block.stored_weights
     store = storage(block, tol)
     subject = replace(subject, extra={**subject.extra, "storage": store.to_json()})
     details: dict[str, object] = {}
@@ -387,8 +417,11 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
         details["given_S"] = {"S": S0, "condition_exact": False,
                               "note": "the given S does not meet the condition exactly; the "
                                       "complete search decides"}
-    result = (certificates.find_index_set(W_up, W_down, A) if store.search_tol is None
-              else certificates.find_index_set(W_up, W_down, A, tol=store.search_tol))
+    # the exact search's fingerprint primes, drawn from --seed (reported in its JSON)
+    seed = int(rng.integers(1 << 62))
+    result = (certificates.find_index_set(W_up, W_down, A, seed=seed)
+              if store.search_tol is None else
+              certificates.find_index_set(W_up, W_down, A, tol=store.search_tol, seed=seed))
 
     def undetermined(reason: str, cert: dict[str, object] | None,
                      unmet: Sequence[str] = ()) -> Undetermined:
@@ -408,13 +441,23 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
                                 "check", None)
         # the float search stops at the first set within its tolerance; an exact set may
         # exist beside it (small blocks: searched for exactly on the stored values)
-        confirm = _confirm_exactly(block)
+        confirm = _confirm_exactly(block, seed)
         if confirm is not None and confirm.status == "found" and confirm.S is not None:
             exact_set = exact_index_set(W_up, W_down, confirm.S, A)
             if exact_set is not None:
                 return _absorbed(block, exact_set, rng, subject, "",
                                  {**details, "index_set_search": confirm.to_json()})
-        return _up_to_rounding(block, S, result, rng, subject, store, A)
+        rounded = _up_to_rounding(block, S, result, rng, subject, store, A, confirm)
+        if rounded is not None:
+            return rounded
+        details["within_search_tolerance"] = {
+            "S": S, "note": "this S meets the condition within the search tolerance but not "
+                            f"within the rounding bound for tol = {store.tol:.3g}"}
+        if confirm is None or confirm.status != "none":
+            return undetermined("an index set meets the condition within the search "
+                                f"tolerance but not within the rounding bound for tol = "
+                                f"{store.tol:.3g}, and not exactly", None)
+        result = confirm  # the exact search decides the stored weights: no index set
     cert = _certificate(result, A, block.d)
     if result.status == "limit" and result.dual is not None:
         # the certificate decides the stored weights; only "up to rounding" stays open
@@ -444,7 +487,7 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
         proof_text = f"rank: rank(A) = {rank_a} > n = {block.n} (exact, over Q)"
         full = chain
     else:
-        confirm = result if result.exact else _confirm_exactly(block)
+        confirm = result if result.exact else _confirm_exactly(block, seed)
         if confirm is not None and confirm.status == "found" and confirm.S is not None:
             # the float search missed it (e.g. its Gram products overflowed); the exact
             # search on the stored values found an index set, checked exactly once more
@@ -456,8 +499,11 @@ def decide_index_set(block: Block, rng: np.random.Generator, evidence: Evidence 
             return undetermined("the floating-point search found no index set, but no dual "
                                 "certificate was found and the exact search did not confirm "
                                 "it within its budget", cert)
+        # why there is no certificate beside the search: the search's notes say, else it
+        # decided before any certificate was tried
+        why = "; ".join(result.notes) or "not sought: the exact search decided first"
         proof_text = ("exhaustive search in exact rational arithmetic on the stored weights "
-                      f"({confirm.method}); no dual certificate: " + "; ".join(result.notes))
+                      f"({confirm.method}: {confirm.detail}); no dual certificate ({why})")
         cert["exact_search"] = confirm.to_json()
         full = chain
     cert["proof"] = proof_text

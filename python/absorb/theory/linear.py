@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from absorb.blocks import Block, stored_biases, stored_weights
-from absorb.exact import as_fractions, rref
+from absorb.blocks import Block
+from absorb.exact import rref
 from absorb.theory.construction import check_construction
 from absorb.verdicts import (
     Absorbed,
@@ -39,9 +39,8 @@ def decide_linear(block: Block, rng: np.random.Generator, subject: Subject) -> V
             f"the exact rank of the {d}x{d} matrix A + W_down W_up (d^2 n + d^3 = "
             f"{d * d * n + d**3} rational operations) is beyond the budget "
             f"{LINEAR_EXACT_OPS}; a floating-point rank is not a proof"))
-    W_up, W_down, A = stored_weights(block)
-    A_q = as_fractions(np.eye(d, dtype=int) if A is None else A)
-    L = A_q + as_fractions(W_down) @ as_fractions(W_up)
+    W_up, W_down, A = block.rational_weights
+    L = A + W_down @ W_up
     rank = exact_linear_rank(L, n)
     if rank is not None and rank > n:
         return NotAbsorbed(subject=subject, reason=(
@@ -90,11 +89,10 @@ def _exact_linear_weights(block: Block, L: np.ndarray) -> dict[str, object]:
             V_down[:, :r] = L[:, pivots]
     out: dict[str, object] = {"W_up": V_up, "W_down": V_down}
     if block.has_biases:
-        b_up, b_down = stored_biases(block)
-        c_down = (np.full(block.d, zero, dtype=object) if b_down is None
-                  else as_fractions(b_down))
+        b_up, b_down = block.rational_biases
+        c_down = np.full(block.d, zero, dtype=object) if b_down is None else b_down
         if b_up is not None:
-            c_down = c_down + as_fractions(stored_weights(block)[1]) @ as_fractions(b_up)
+            c_down = c_down + block.rational_weights[1] @ b_up
         out["b_up"] = np.full(block.n, zero, dtype=object)
         out["b_down"] = c_down
     return out

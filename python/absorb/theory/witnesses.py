@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from absorb.blocks import Array, Block, stored_biases, stored_weights
+from absorb.blocks import Array, Block
 from absorb.errors import AbsorbError
 from absorb.exact import as_fractions, json_float
 from absorb.rationals import rational_text
@@ -62,7 +62,7 @@ def degree_witness(block: Block, x: Array, lam: float = 2.0) -> dict[str, object
     gap = block(lam * x) - lam**k * block(x)
     expected = (lam - lam**k) * (block.skip_matrix() @ x)
     exact: dict[str, object] = {}
-    A_stored = stored_weights(block)[2]
+    A_stored = block.stored_weights[2]
     if block.exact is not None and A_stored is not None:
         # exact input: the gap (λ − λ^k) A x over ℚ, which floats may round to 0 (a skip of
         # 10⁻⁴⁰⁰) although A x ≠ 0
@@ -141,8 +141,7 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
         raise AbsorbError(f"{act.name} is not a bounded ungated activation; no bounded witness")
     x = _basis_point(A)
     j = int(np.argmax(x))
-    W_down = stored_weights(block)[1]
-    b_down = stored_biases(block)[1]
+    b_down = block.stored_biases[1]
     B = Fraction(act.bound)
     float_rows = math.inf  # exact input: the exact row sums below (never through float)
     if block.exact is None:
@@ -153,7 +152,7 @@ def bounded_witness(block: Block, A: Any) -> dict[str, object]:
         row_max = Fraction(float_rows) * (1 + Fraction(2 * (block.n + 1)) * Fraction(_U))
     else:
         row_max = max(sum((abs(v) for v in row), Fraction(0))
-                      for row in as_fractions(W_down))
+                      for row in block.rational_weights[1])
     b_max = Fraction(0) if b_down is None else max(abs(Fraction(v)) for v in
                                                    np.asarray(b_down).tolist())
     C = B * row_max + b_max
