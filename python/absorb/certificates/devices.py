@@ -86,7 +86,7 @@ def torch_gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
 
 
 #: BLAS threads for LAPACK's factorizations on ``cpu`` (the relaxation's Cholesky ``potrf``,
-#: the rounding repair's pivoted QR ``gelsy``): one, always.
+#: the rounding repair's Cholesky and its fallback, the pivoted QR ``gelsy``): one, always.
 #:
 #: OpenBLAS's threaded ``potrf`` segfaults on large matrices here: at n = 16384 on 2 cores
 #: (OpenBLAS 0.3.30/0.3.31) it killed the process in 6 of 15 runs of a whole ``absorb inspect``

@@ -10,7 +10,8 @@ E = W_down[:,S] W_up[S,:] + A with, entry by entry,
 so an S meeting that bound is "absorbable up to rounding". The smallest change of the stored
 W_down[:,S] that makes the condition exact is the least-norm solution of
 ΔW B = −A − W_down[:,S] B, B = W_up[S,:]: ΔW = T B⁺ (exact when rank B = d), computed by a
-pivoted QR on one BLAS thread (:func:`least_norm_correction`).
+Cholesky of the normal equations with one refinement step on one BLAS thread, or a pivoted
+QR where B is rank-deficient or ill-conditioned (:func:`least_norm_correction`).
 """
 
 from __future__ import annotations
