@@ -15,7 +15,8 @@
 4. peak memory of each section (tracemalloc: numpy's allocations are traced) and of the run;
 5.–7. LLM-scale inspect, the counterexample search, and exactness at float speed (the exact
    index-set search and exact check against float work: benchmarks/exact_bench.py);
-8. whole planted and random layers beside their prediction and GEMM bound, scan plans
+8. exact stack decisions (d = 2, 3, 4) against their predicted cost (benchmarks/stack_bench.py);
+9. whole planted and random layers beside their prediction and GEMM bound, scan plans
    against their runs, the exact check against a GEMM (benchmarks/layer_bench.py).
 
 ``--only bench_layers,bench_exact`` runs the named sections alone.
@@ -49,9 +50,10 @@ from absorb.certificates.real_relaxation import eigenpairs
 from absorb.fits import AdamFit
 from absorb.fits.units import unit_function
 from exact_bench import bench_exact  # section 7, exactness at float speed (exact_bench.py)
-from layer_bench import bench_layers  # section 8, whole layers at GEMM speed (layer_bench.py)
+from layer_bench import bench_layers  # section 9, whole layers at GEMM speed (layer_bench.py)
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)
+from stack_bench import stack_table  # section 8, exact stack decisions (stack_bench.py)
 from tables import Table  # the result table every section returns (benchmarks/tables.py)
 
 HERE = Path(__file__).resolve().parent
@@ -423,7 +425,7 @@ def bench_report(quick: bool) -> Table:
 #: Every section, in the order of results.md.
 SECTIONS: tuple[Callable[[bool], Any], ...] = (
     bench_index_set, bench_relaxation, bench_rank_deficient, bench_fit, bench_report,
-    bench_scale, bench_search, bench_exact, bench_layers)
+    bench_scale, bench_search, bench_exact, stack_table, bench_layers)
 
 
 #: Sections run without tracemalloc: they time scans in this process, whose every allocation

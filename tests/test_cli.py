@@ -246,3 +246,21 @@ def test_every_command_is_a_module_and_main_names_none() -> None:
     code = source.split('"""', 2)[2]  # after the module docstring
     named = [n for n in names if f'"{n}"' in code or f"'{n}'" in code]
     assert named == [], f"cli.py special-cases {named}"
+
+
+def test_stack_command_text_json_and_exit_codes(cli: Cli, tmp_path: Path) -> None:
+    """``absorb stack``: the verdict as text and JSON (the folded positive control: undetermined
+    with its regime), no certificate to write for it (exit 2, nothing written), bad input 2."""
+    stack = str(REPO / "tests" / "fixtures" / "stacks" / "folded_single_sector_d2_n4.json")
+    text = cli("stack", "--weights", stack, "--no-search")
+    assert text.code == 0 and "verdict: undetermined" in text.out
+    assert "single-sector folded" in text.out
+    out = cli("stack", "--weights", stack, "--no-search", "--json")
+    assert out.code == 0 and out.json()["verdict"] == "undetermined"
+    target = tmp_path / "cert.json"
+    refused = cli("stack", "--weights", stack, "--no-search", "--certificate-out", str(target))
+    assert refused.code == 2 and "no kink certificate" in refused.err and not target.exists()
+    both = cli("stack", "--weights", stack, "--recheck", str(target), "--certificate-out",
+               str(tmp_path / "x.json"))
+    assert both.code == 2 and "exclude each other" in both.err
+    assert cli("stack", "--weights", str(tmp_path / "missing.json")).code == 2

@@ -93,6 +93,7 @@ ERRORS: dict[str, tuple[list[str], int]] = {
     "audit": (["audit", "--root", "{tmp}", "--json"], 2),
     "verify": (["verify", "--root", str(REPO), "--json"], 3),
     "report": (["report", "--out", "{tmp}/file.txt", "--json"], 2),
+    "stack": (["stack", "--weights", "{tmp}/absent.json", "--json"], 2),
     "blueprint": (["blueprint", "--out", "{tmp}/bp", "--verify", "--root", str(REPO),
                    "--json"], 3),
 }

@@ -291,13 +291,13 @@ def test_open_problem_map_holds_the_open_explorations(
 ) -> None:
     _, result = written
     regions = text.open_problem_map(result)
-    assert [r[0] for r in regions] == ["proved", "proved", "constructed", "open"]
+    assert [r[0] for r in regions] == ["proved", "proved", "proved", "constructed", "open"]
     placed = [e["name"] for r in regions for e in r[4]]
     assert len(placed) == len(set(placed))
     open_names = {e["name"] for t in result["theorems"] for e in t["numerical"]["experiments"]
                   if e["open"]}
-    assert open_names and open_names <= {e["name"] for e in regions[3][4]} | {
-        e["name"] for e in regions[2][4]}
+    assert open_names and open_names <= {e["name"] for e in regions[4][4]} | {
+        e["name"] for e in regions[3][4]}
     depth = {e["name"] for t in result["theorems"] if t["id"].startswith("depth_")
              for e in t["numerical"]["experiments"]}
     assert depth <= set(placed)

@@ -260,12 +260,15 @@ def test_singular_pattern_gives_undetermined_naming_the_hypothesis(cli: Cli) -> 
 
 
 def test_wide_stack_is_undetermined_with_search_evidence() -> None:
+    """Width 6 > 2d: neither depth_narrow nor the kink theorems (H's first width exactly 2d)
+    speak about a residual-free stack of the same widths."""
     rng = np.random.default_rng(2)
-    blocks = [random_block(RELU, 2, 4, rng) for _ in range(2)]
+    blocks = [random_block(RELU, 2, 6, rng) for _ in range(2)]
     out = _decide(blocks, 9, fit=True)
     assert out["verdict"] == "undetermined"
-    assert any("first hidden width n1 = 4 < 2d = 4" in h
+    assert any("first hidden width n1 = 6 < 2d = 4" in h
                for h in out["unmet_hypotheses"])
+    assert any("first width exactly 2d" in h for h in out["unmet_hypotheses"])
     assert set(out["search"]["relative_error"]) == {"0.01", "1.0", "100.0"}
 
 

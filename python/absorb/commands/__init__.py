@@ -11,8 +11,18 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from absorb.commands import activations, audit, blueprint, check, inspect, report, search, verify
+from absorb.commands import (
+    activations,
+    audit,
+    blueprint,
+    check,
+    inspect,
+    report,
+    search,
+    stack,
+    verify,
+)
 
 #: Every command, in the order of ``absorb --help``.
-COMMANDS: tuple[ModuleType, ...] = (activations, check, search, inspect, audit, verify, report,
-                                    blueprint)
+COMMANDS: tuple[ModuleType, ...] = (activations, check, stack, search, inspect, audit, verify,
+                                    report, blueprint)

@@ -30,8 +30,11 @@ from absorb.experiments import (
     bounded,
     degree,
     depth_degree,
+    depth_injective,
+    depth_kink_rays,
     depth_linearization,
     depth_narrow,
+    depth_two_kinks,
     generic_measure_zero,
     index_set_necessary,
     index_set_sufficient,
@@ -54,7 +57,8 @@ __all__ = ["BY_THEOREM", "EXPERIMENTS", "POSITIVE_CONTROLS", "STATUSES", "Experi
 BY_THEOREM: Mapping[str, tuple[Experiment, ...]] = MappingProxyType({
     module.__name__.rpartition(".")[2]: module.EXPERIMENTS
     for module in (reduction, degree, linearization, bounded, depth_degree, depth_linearization,
-                   depth_narrow, odd_part, index_set_sufficient, index_set_necessary,
+                   depth_narrow, depth_injective, depth_two_kinks, depth_kink_rays, odd_part,
+                   index_set_sufficient, index_set_necessary,
                    generic_measure_zero, relaxation_certificate, bias_blowup)
 })
 

@@ -175,6 +175,16 @@ MAP_REGIONS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      "residual-free stack has rank < d there). Through bias_blowup the same holds for GELU, "
      "tanh-GELU, SiLU and softplus stacks with any biases.",
      ("depth_narrow",)),
+    ("proved", "Proved: width 2d and depth L, decided exactly per stack",
+     "ReLU stacks without biases, identity skips. If every block is injective, no residual-free "
+     "stack with a hidden width below 2d equals the stack (depth_injective). At depth 2, if every "
+     "realized det(I + W D U) ≠ 0 and the kink columns outside any d supports take more than m "
+     "directions, no residual-free stack of widths (2d, m) equals it (depth_two_kinks). In the "
+     "plane, injective blocks and more than 2·L·d kink rays exclude every residual-free stack of "
+     "depth L and widths 2d (depth_kink_rays). These are conditions on one stack, decided "
+     "exactly with a certificate that `absorb stack --recheck` re-checks; how often they hold "
+     "is measured, not proved (the map in the open region below).",
+     ("depth_injective", "depth_two_kinks", "depth_kink_rays")),
     ("constructed", "Constructed: the image-cone mechanism",
      "Per-layer index sets are sufficient, not necessary: if block 1 has an index set, its "
      "sign-flip block maps ℝ^d onto a cone K, and block 2 only has to be matched on K, so some "
@@ -182,7 +192,11 @@ MAP_REGIONS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      ()),
     ("open", "Open: n ≥ 2d and no index set in block 1",
      "Whether generic ReLU/GELU residual stacks of this shape equal some residual-free stack is "
-     "the paper's open question. The numbers here are evidence, never a theorem.",
+     "the paper's open question. The numbers here are evidence, never a theorem. The map "
+     "(stack_kink_map) reports, per setting of random stacks, how often the exact conditions "
+     "above hold and what stays open — non-injective or folding blocks, the single-sector "
+     "folded regime (where exact absorptions exist), widths above 2d, and d ≥ 3 beyond "
+     "injectivity (the kink enumeration is implemented in the plane).",
      ()),
 )
 

@@ -4,7 +4,9 @@ A bias-free ReLU block f(y) = A y + W ReLU(U y) is linear on every closed region
 arrangement of the rows u_j of U: on the region with sign vector s, f(y) = (A + W D U) y with
 D = diag(s_j > 0). Two exact enumerations are needed:
 
-* one interior point per open region (:func:`region_points`), by deletion–restriction: the
+* one interior point per open region (:func:`region_points`): in the plane, a point between
+  each two consecutive rays of the lines in exact angular order (:func:`sort_rays`); above it
+  by deletion–restriction: the
   regions of {H_1..H_k} are the regions of {H_1..H_{k−1}} that H_k misses, plus two for each
   region it cuts; the cut regions correspond one-to-one to the regions of the arrangement
   restricted to H_k (one dimension lower), and a point q of such a restricted region gives
@@ -19,7 +21,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from functools import cmp_to_key
+from typing import TypeVar
 
 import numpy as np
 
@@ -27,6 +32,7 @@ from absorb.blocks import ObjectArray
 from absorb.exact import null_space, rank
 
 Vector = tuple[Fraction, ...]
+R = TypeVar("R", bound=Sequence[Fraction | int])
 
 #: Enumerations above this many regions (resp. (d−1)-subsets for the rays) are not attempted.
 MAX_REGIONS = 20000
@@ -56,28 +62,80 @@ def _distinct(normals: ObjectArray) -> list[Vector]:
     return list(seen.values())
 
 
-def _points(normals: list[Vector], d: int) -> list[Vector]:
-    """One point in each open region of the arrangement of the (nonzero) ``normals`` in ℚ^d."""
+def cross(a: Sequence[Fraction | int], b: Sequence[Fraction | int]) -> Fraction:
+    """a₁b₂ − a₂b₁ (> 0 iff b lies counter-clockwise of a within angle π)."""
+    return Fraction(a[0] * b[1] - a[1] * b[0])
+
+
+def _half(r: Sequence[Fraction | int]) -> int:
+    return 0 if r[1] > 0 or (r[1] == 0 and r[0] > 0) else 1
+
+
+def _angle_cmp(a: Sequence[Fraction | int], b: Sequence[Fraction | int]) -> int:
+    ha, hb = _half(a), _half(b)
+    if ha != hb:
+        return ha - hb
+    c = cross(a, b)
+    return -1 if c > 0 else (1 if c < 0 else 0)
+
+
+def sort_rays(rays: Iterable[R]) -> list[R]:
+    """Plane vectors ≠ 0 in counter-clockwise order from the positive x-axis (exact)."""
+    return sorted(rays, key=cmp_to_key(_angle_cmp))
+
+
+def primitive(v: Sequence[Fraction | int]) -> tuple[int, ...]:
+    """The primitive integer vector on the ray of v ≠ 0 (same direction)."""
+    q = [Fraction(x) for x in v]
+    scale = math.lcm(*(x.denominator for x in q))
+    ints = [int(x * scale) for x in q]
+    g = math.gcd(*ints)
+    return tuple(x // g for x in ints)
+
+
+def _line(v: Sequence[Fraction | int]) -> tuple[int, ...]:
+    """The primitive integer normal of the hyperplane v^⊥ (first nonzero entry positive)."""
+    p = primitive(v)
+    return p if next(x for x in p if x != 0) > 0 else tuple(-x for x in p)
+
+
+def _idot(u: Sequence[int], y: Sequence[int]) -> int:
+    return sum(a * b for a, b in zip(u, y, strict=True))
+
+
+def _sectors(normals: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """d = 2: one point in each open sector between the lines u^⊥ (angular order, exact)."""
+    rays = sort_rays([r for u in normals for r in ((-u[1], u[0]), (u[1], -u[0]))])
+    out: list[tuple[int, ...]] = []
+    for a, b in zip(rays, rays[1:] + rays[:1], strict=True):
+        out.append((a[0] + b[0], a[1] + b[1]) if cross(a, b) > 0 else (-a[1], a[0]))
+    return out
+
+
+def _points(normals: list[tuple[int, ...]], d: int) -> list[tuple[int, ...]]:
+    """One integer point in each open region of the arrangement of the distinct primitive
+    integer ``normals`` in ℚ^d (deletion–restriction; module docstring)."""
     if not normals:
-        return [tuple(Fraction(int(i == 0)) for i in range(d))]
+        return [tuple(int(i == 0) for i in range(d))]
     if d == 1:
-        return [(Fraction(1),), (Fraction(-1),)]
+        return [(1,), (-1,)]
+    if d == 2:
+        return _sectors(normals)
     *rest, u = normals
-    kept = [p for p in _points(rest, d) if _dot(u, p) != 0]
-    basis = null_space(np.array([list(u)], dtype=object))  # d × (d−1), columns span H = u^⊥
-    restricted = [tuple(np.dot(basis.T, np.array(v, dtype=object)).tolist()) for v in rest]
-    lower = [v for v in restricted if any(x != 0 for x in v)]
-    for q_low in _points(_distinct(np.array(lower, dtype=object).reshape(len(lower), d - 1))
-                         if lower else [], d - 1):
-        q = tuple(np.dot(basis, np.array(q_low, dtype=object)).tolist())
-        ratios = [abs(_dot(v, q)) / abs(_dot(v, u)) for v in rest
-                  if _dot(v, u) != 0 and _dot(v, q) != 0]
+    kept = [p for p in _points(rest, d) if _idot(u, p) != 0]
+    null = null_space(np.array([list(u)], dtype=object))  # columns span H = u^⊥
+    B = [primitive(list(null[:, k])) for k in range(d - 1)]
+    lower = sorted({_line(w) for w in ([_idot(b, v) for b in B] for v in rest) if any(w)})
+    for q_low in _points(lower, d - 1):
+        q = [sum(c * b[i] for c, b in zip(q_low, B, strict=True)) for i in range(d)]
+        ratios = [Fraction(abs(_idot(v, q)), abs(_idot(v, u))) for v in rest
+                  if _idot(v, u) != 0 and _idot(v, q) != 0]
         eps = min(ratios) / 2 if ratios else Fraction(1)
-        kept += [tuple(a + eps * b for a, b in zip(q, u, strict=True)),
-                 tuple(a - eps * b for a, b in zip(q, u, strict=True))]
-    unique: dict[tuple[bool, ...], Vector] = {}
+        kept += [tuple(a * eps.denominator + s * eps.numerator * b
+                       for a, b in zip(q, u, strict=True)) for s in (1, -1)]
+    unique: dict[tuple[bool, ...], tuple[int, ...]] = {}
     for p in kept:
-        unique.setdefault(tuple(_dot(v, p) > 0 for v in normals), p)
+        unique.setdefault(tuple(_idot(v, p) > 0 for v in normals), p)
     return list(unique.values())
 
 
@@ -85,10 +143,10 @@ def region_points(U: ObjectArray) -> list[Vector] | None:
     """One rational interior point of every open region of the arrangement of U's rows
     (zero rows are never active and are left out); None above :data:`MAX_REGIONS`."""
     d = int(U.shape[1])
-    normals = _distinct(U)
+    normals = sorted({_line(row) for row in U if any(v != 0 for v in row)})
     if region_bound(len(normals), d) > MAX_REGIONS:
         return None
-    return _points(normals, d)
+    return [tuple(Fraction(x) for x in p) for p in _points(normals, d)]
 
 
 def active_pattern(U: ObjectArray, y: Vector) -> tuple[int, ...]:

@@ -10,7 +10,8 @@ Question: does some residual-free stack H = h_L ∘ … ∘ h_1 of the same kind
   checked numerically at three scales. A float index set within tolerance only does not match.
 * ``not_absorbed`` — depth_narrow: first width n₁ < 2d and det(A_l + W_l D U_l) ≠ 0 certified
   for every realized pattern of every layer (for GELU, tanh-GELU, SiLU, softplus or biases,
-  through bias_blowup's limit).
+  through bias_blowup's limit); or (ReLU, no biases, identity skips) depth_injective,
+  depth_two_kinks, depth_kink_rays (:mod:`.kink_verdict`), with a re-checkable certificate.
 * ``undetermined`` — neither; the unmet hypotheses are listed.
 """
 
@@ -36,6 +37,7 @@ from absorb.stacks.cone import (
     index_set_match,
     rational_grid,
 )
+from absorb.stacks.kink_verdict import applies, decide_kinks
 from absorb.stacks.narrow import check_determinants
 from absorb.theory import SCOPE
 from absorb.theory.applicable import applicable_stack_theorems
@@ -198,6 +200,24 @@ def _narrow(blocks: Sequence[Block], subject: Subject, details: list[dict[str, A
         details={"layers": details}), []
 
 
+def _kinks(blocks: Sequence[Block], subject: Subject, out: dict[str, Any], unmet: list[str]
+           ) -> NotAbsorbed | None:
+    """depth_injective, depth_two_kinks, depth_kink_rays (:mod:`.kink_verdict`): their verdict,
+    or None with their unmet hypotheses and the regime added to ``unmet`` and ``out``."""
+    why = applies(blocks)
+    if why is not None:
+        unmet.append(why)
+        return None
+    res = decide_kinks(blocks)
+    if res.theorem is not None:
+        return NotAbsorbed(subject=subject, chain=res.chain, reason=res.reason,
+                           certificate=res.certificate, details={**out, "kinks": res.details})
+    unmet.extend(res.unmet)
+    out["kinks"] = res.details
+    out["regime"] = res.regime
+    return None
+
+
 def stack_subject(blocks: Sequence[Block]) -> Subject:
     """The :class:`~absorb.verdicts.Subject` of a stack."""
     return Subject(blocks[0].activation.name, blocks[0].d, blocks[0].n,
@@ -236,10 +256,13 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
     narrow, unmet = _narrow(blocks, subject, details)
     if narrow is not None:
         return narrow
+    out: dict[str, Any] = {"layers": details}
+    kinks = _kinks(blocks, subject, out, unmet)
+    if kinks is not None:
+        return kinks
     missing = [d["layer"] for d, m in zip(details, matches, strict=True) if m is None]
     unmet.insert(0, "every layer matched exactly by an index set or the image-cone "
                     f"construction (not found for layers {missing})")
-    out: dict[str, Any] = {"layers": details}
     if fit:
         from absorb.stacks.fit import fit_stack
 
@@ -248,5 +271,7 @@ def decide_stack(blocks: Sequence[Block], *, rng: np.random.Generator,
         except AbsorbError as exc:  # the evidence is optional: say why it is missing
             out["search"] = None
             out["search_skipped"] = str(exc)
+    regime = f" (regime: {out['regime']})" if out.get("regime") else ""
     return Undetermined(subject=subject, reason="neither an exact absorbing construction nor "
-                        "depth_narrow applies", unmet_hypotheses=tuple(unmet), details=out)
+                        "depth_narrow nor the kink theorems apply" + regime,
+                        unmet_hypotheses=tuple(unmet), details=out)
