@@ -15,7 +15,11 @@
 4. peak memory of each section (tracemalloc: numpy's allocations are traced) and of the run;
 5.–7. LLM-scale inspect, the counterexample search, and exactness at float speed (the exact
    index-set search and exact check against float work: benchmarks/exact_bench.py);
-8. exact stack decisions (d = 2, 3, 4) against their predicted cost (benchmarks/stack_bench.py).
+8. exact stack decisions (d = 2, 3, 4) against their predicted cost (benchmarks/stack_bench.py);
+9. whole planted and random layers beside their prediction and GEMM bound, scan plans
+   against their runs, the exact check against a GEMM (benchmarks/layer_bench.py).
+
+``--only bench_layers,bench_exact`` runs the named sections alone.
 
 Timings are the minimum over repeats (the least-disturbed run on a shared machine).
 """
@@ -46,6 +50,7 @@ from absorb.certificates.real_relaxation import eigenpairs
 from absorb.fits import AdamFit
 from absorb.fits.units import unit_function
 from exact_bench import bench_exact  # section 7, exactness at float speed (exact_bench.py)
+from layer_bench import bench_layers  # section 9, whole layers at GEMM speed (layer_bench.py)
 from scale_bench import bench_scale  # section 5, LLM-scale inspect (benchmarks/scale_bench.py)
 from search_bench import bench_search  # section 6, search (benchmarks/search_bench.py)
 from stack_bench import stack_table  # section 8, exact stack decisions (stack_bench.py)
@@ -417,6 +422,17 @@ def bench_report(quick: bool) -> Table:
     return table
 
 
+#: Every section, in the order of results.md.
+SECTIONS: tuple[Callable[[bool], Any], ...] = (
+    bench_index_set, bench_relaxation, bench_rank_deficient, bench_fit, bench_report,
+    bench_scale, bench_search, bench_exact, stack_table, bench_layers)
+
+
+#: Sections run without tracemalloc: they time scans in this process, whose every allocation
+#: tracing would slow.
+UNTRACED: tuple[Callable[[bool], Any], ...] = (bench_layers,)
+
+
 def environment() -> list[str]:
     lines = [
         f"python {platform.python_version()}, numpy {np.__version__}, "
@@ -445,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--torch-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--only", metavar="NAMES", help="comma-separated sections to run "
+                    f"(default: all: {', '.join(f.__name__ for f in SECTIONS)})")
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="markdown results file (default: a new file "
                        "under the system temp dir, its path printed on stderr)")
@@ -457,11 +475,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         out = results_path(args.out, update=args.update_results, quick=args.quick)
+        sections = chosen(args.only)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        return run(args.quick, out)
+        return run(args.quick, out, sections)
     except KeyboardInterrupt:
         print("interrupted; no results written", file=sys.stderr)
         return 130
@@ -489,19 +508,36 @@ def results_path(out: Path | None, *, update: bool, quick: bool) -> Path:
     return out
 
 
-def run(quick: bool, out: Path) -> int:
-    """Measure every section, print the tables, write the markdown to ``out`` atomically."""
+def chosen(only: str | None) -> list[Callable[[bool], Any]]:
+    """The sections ``--only`` names (all when None); ValueError naming an unknown one."""
+    if only is None:
+        return list(SECTIONS)
+    by_name = {f.__name__: f for f in SECTIONS}
+    names = [name.strip() for name in only.split(",") if name.strip()]
+    unknown = [name for name in names if name not in by_name]
+    if unknown or not names:
+        raise ValueError(f"--only: unknown section(s) {', '.join(unknown) or '(none given)'} "
+                         f"(one of: {', '.join(by_name)})")
+    return [by_name[name] for name in names]
+
+
+def run(quick: bool, out: Path, sections_to_run: list[Callable[[bool], Any]]) -> int:
+    """Measure the sections, print the tables, write the markdown to ``out`` atomically."""
     env = environment()
     print("\n".join(env), flush=True)
     sections = []
     t_start = time.perf_counter()
-    for fn in (bench_index_set, bench_relaxation, bench_rank_deficient, bench_fit,
-               bench_report, bench_scale, bench_search, bench_exact, stack_table):
-        table, peak = traced(partial(fn, quick))
-        table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
+    for fn in sections_to_run:
+        if fn in UNTRACED:
+            table = fn(quick)
+        else:
+            table, peak = traced(partial(fn, quick))
+            table.notes.append(f"peak traced memory of this section: {peak:.0f} MiB")
         print("\n" + table.text(), flush=True)
         sections.append(table)
     total = time.perf_counter() - t_start
+    only = ("" if len(sections_to_run) == len(SECTIONS)
+            else " --only " + ",".join(f.__name__ for f in sections_to_run))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     summary = (
         f"total {total:.0f} s; peak resident memory of the run {rss:.0f} MiB; "
@@ -511,7 +547,7 @@ def run(quick: bool, out: Path) -> int:
     md = [
         TITLE,
         "",
-        f"Measured by `python benchmarks/run.py{' --quick' if quick else ''}` on "
+        f"Measured by `python benchmarks/run.py{' --quick' if quick else ''}{only}` on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
     ]

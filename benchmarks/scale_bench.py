@@ -53,15 +53,23 @@ def work_flops(d: int, n: int) -> float:
     return 2 * 2.0 * n * n * d + n**3 / 3.0
 
 
-def write_layer(folder: Path, d: int, n: int, dtype: str, seed: int = 0) -> None:
-    """One GPT-NeoX MLP layer at the usual fan-in scale, with biases, and its config.json."""
+def write_layer(folder: Path, d: int, n: int, dtype: str, seed: int = 0,
+                planted: bool = False) -> None:
+    """One GPT-NeoX MLP layer at the usual fan-in scale, with biases, and its config.json;
+    ``planted``: W_down[:,S] for S = the first d units solved for in float64 so that
+    W_down[:,S] W_up[S,:] = −I before the weights are rounded to ``dtype`` (absorbable up to
+    rounding)."""
     rng = np.random.default_rng(seed)
-    # the float64 scalar np.sqrt(d) widens a float32 array: cast back before saving
+    W_up = rng.standard_normal((n, d)) / np.sqrt(d)
+    W_down = rng.standard_normal((d, n)) / np.sqrt(n)
+    if planted:
+        W_down[:, :d] = (-np.eye(d) - W_down[:, d:2 * d] @ W_up[d:2 * d]) \
+            @ np.linalg.inv(W_up[:d])
     tensors = {
-        PREFIX + "dense_h_to_4h.weight": rng.standard_normal((n, d), np.float32) / np.sqrt(d),
-        PREFIX + "dense_h_to_4h.bias": 0.1 * rng.standard_normal(n, np.float32),
-        PREFIX + "dense_4h_to_h.weight": rng.standard_normal((d, n), np.float32) / np.sqrt(n),
-        PREFIX + "dense_4h_to_h.bias": 0.1 * rng.standard_normal(d, np.float32),
+        PREFIX + "dense_h_to_4h.weight": W_up,
+        PREFIX + "dense_h_to_4h.bias": 0.1 * rng.standard_normal(n),
+        PREFIX + "dense_4h_to_h.weight": W_down,
+        PREFIX + "dense_4h_to_h.bias": 0.1 * rng.standard_normal(d),
     }
     tensors = {k: v.astype(np.float32) for k, v in tensors.items()}
     if dtype == "bfloat16":
@@ -138,7 +146,7 @@ def bench_devices(quick: bool) -> Any:
     import scipy.linalg as sla
 
     from absorb.certificates import gram
-    from absorb.certificates.devices import CHOLESKY_THREADS, cholesky, using_device
+    from absorb.certificates.devices import FACTORIZATION_THREADS, cholesky, using_device
     from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
     d, n = (512, 2048) if quick else (1024, 4096)
@@ -159,7 +167,7 @@ def bench_devices(quick: bool) -> Any:
     t0 = time.perf_counter()
     cholesky(G_ref.copy())
     t_chol = time.perf_counter() - t0
-    table.rows.append([f"cpu (numpy, Cholesky threads: {CHOLESKY_THREADS})",
+    table.rows.append([f"cpu (numpy, Cholesky threads: {FACTORIZATION_THREADS})",
                        f"{t_gram:.2f}", f"{t_chol:.2f}", f"{t_gram + t_chol:.2f}", "0"])
     try:
         import torch
@@ -195,13 +203,16 @@ def bench_devices(quick: bool) -> Any:
     return table
 
 
-def bench_scan(quick: bool) -> Any:
-    """An 8-layer GPT-NeoX checkpoint scanned serially, on 2 local workers, on Dask."""
+def bench_scan(quick: bool, warm_up: bool = False, size: tuple[int, int] | None = None) -> Any:
+    """An 8-layer GPT-NeoX checkpoint scanned serially, on 2 local workers, on Dask
+    (``warm_up``: after one scan that is not reported, which pays the imports and the GEMM
+    rate's measurement; ``size``: (d, n) of its layers)."""
     import distributed
 
     from tables import Table  # benchmarks/tables.py, on the path when either script runs
 
-    d, n, layers = (128, 512, 8) if quick else (256, 1024, 8)
+    d, n = size or ((128, 512) if quick else (256, 1024))
+    layers = 8
     rng = np.random.default_rng(0)
     tensors: dict[str, np.ndarray] = {}
     for i in range(layers):
@@ -212,7 +223,8 @@ def bench_scan(quick: bool) -> Any:
         tensors[p + "dense_4h_to_h.bias"] = 0.1 * rng.standard_normal(d)
     table = Table(f"Model scan, {layers} GELU layers of d = {d}, n = {n} "
                   "(`scale_bench.py --scan`)",
-                  ["runner", "verdicts", "predicted (s)", "measured (s)", "same as serial"])
+                  ["runner", "verdicts", "predicted (s)", "measured (s)", "measured / predicted",
+                   "same as serial"])
     with tempfile.TemporaryDirectory(prefix="absorb-scan-") as tmp:
         save_file({k: v.astype(np.float32) for k, v in tensors.items()},
                   str(Path(tmp) / "model.safetensors"))
@@ -229,11 +241,14 @@ def bench_scan(quick: bool) -> Any:
             plan = res["scan"]["plan"]  # type: ignore[index]
             table.rows.append([label, ", ".join(sorted({v for v, _ in rows})),
                                f"{plan['predicted_seconds']:.2f}", f"{took:.2f}",
+                               f"{took / plan['predicted_seconds']:.2f}",
                                "yes" if not serial or rows == serial[0] else "NO"])
             return rows
 
         serial: list[Any] = []
-        serial.append(run("serial"))
+        if warm_up:
+            inspect_checkpoint(tmp)
+        serial.append(run("serial" if warm_up else "serial (first in the process)"))
         run("2 local workers", workers=2)
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                       dashboard_address=None) as cluster:
@@ -245,7 +260,7 @@ def bench_scan(quick: bool) -> Any:
         "measured end to end in this process, including the digests (each layer's stored "
         "bytes hashed once) and, for the pool and Dask, starting the worker processes",
         "predicted: the scan plan's time (cost model at the GEMM rate measured in this "
-        "process, layers spread over the workers longest first)",
+        "process, layers spread over the workers longest first, worker start-up included)",
     ]
     return table
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -327,3 +328,95 @@ def test_eigendecomposition_paid_by_the_relaxation_is_not_gated_again(
                for a in range(4)]
     residual = max(abs(product[a][b] + (a == b)) for a in range(4) for b in range(4))
     assert residual <= 1e-12
+
+
+def _with_spectrum(rng: np.random.Generator, k: int, d: int, sigma: np.ndarray) -> np.ndarray:
+    """A k×d matrix with the singular values ``sigma`` (zeros: exact rank deficiency in exact
+    arithmetic) between random orthogonal factors."""
+    U, _ = np.linalg.qr(rng.standard_normal((k, k)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    r = len(sigma)
+    return np.asarray((U[:, :r] * sigma) @ V[:, :r].T)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 12), d=st.integers(1, 12),
+       log_cond=st.floats(0.0, 8.0), deficiency=st.integers(0, 4))
+def test_least_norm_correction_matches_svd_lstsq(seed: int, k: int, d: int, log_cond: float,
+                                                 deficiency: int) -> None:
+    """The repair's least squares (Cholesky of the normal equations with one refinement step,
+    or the pivoted QR when B is rank-deficient or κ(B) > 10⁵) gives numpy's SVD least-norm
+    solution, for well- and ill-conditioned B (κ up to 1e8) and rank-deficient B (rank below
+    min(k, d) by up to 4, the lost directions a factor 1e-30 down: far below the cutoff of
+    both), to the stated bounds — max(d, k)·ε·κ²·(‖ΔW‖ + ‖ΔW B + E‖/σ₁) for the normal
+    equations, max(d, k)·ε·κ·(‖ΔW‖ + κ‖ΔW B + E‖/σ₁) for the QR — with a factor 100 of
+    room."""
+    from absorb.certificates.rounding import least_norm_correction
+
+    rng = np.random.default_rng(seed)
+    m = min(k, d)
+    r = max(1, m - deficiency)
+    sigma = np.concatenate([np.geomspace(1.0, 10.0**-log_cond, r), np.full(m - r, 1e-30)])
+    B = _with_spectrum(rng, k, d, sigma)
+    E = rng.standard_normal((d, d))
+    want = np.linalg.lstsq(B.T, -E.T, rcond=None)[0].T
+    got = least_norm_correction(B, E)
+    kappa = 10.0**log_cond
+    # the normal equations run only while 1/κ(M) ≈ 1/κ² ≥ 1e-10 (estimated within 100×)
+    normal = r == m and kappa <= 1e6
+    amplify = kappa * kappa if normal else kappa
+    eps = np.finfo(np.float64).eps
+    resid = np.linalg.norm(want @ B + E)
+    bound = 100 * max(d, k) * eps * amplify * (np.linalg.norm(want) + kappa * resid)
+    assert got.shape == (d, k)
+    assert np.linalg.norm(got - want) <= bound
+    # the defining properties, independently of lstsq: the normal equations hold and ΔW has
+    # no component in B's (numerical) null space, so nothing could be removed from it
+    scale = np.linalg.norm(E) + np.linalg.norm(want)
+    assert np.linalg.norm((got @ B + E) @ B.T) <= 100 * max(d, k) * eps * amplify * scale
+    if r < m:
+        U = np.linalg.svd(B)[0]
+        assert np.linalg.norm(got @ U[:, r:]) <= bound + 1e-12 * scale
+
+
+def test_least_norm_correction_edge_cases() -> None:
+    """Square invertible B: ΔW B = −E exactly up to rounding; an empty S gives an empty ΔW;
+    non-finite input a NaN ΔW (the verdict then leaves the layer undetermined)."""
+    from absorb.certificates.rounding import least_norm_correction
+
+    rng = np.random.default_rng(3)
+    B, E = rng.standard_normal((6, 6)), rng.standard_normal((6, 6))
+    np.testing.assert_allclose(least_norm_correction(B, E) @ B, -E, atol=1e-10)
+    assert least_norm_correction(np.zeros((0, 6)), E).shape == (6, 0)
+    E[0, 0] = np.inf
+    assert np.all(np.isnan(least_norm_correction(B, E)))
+
+
+@pytest.mark.parametrize(("rank", "path"), [(4, "dpotrf"), (2, "lstsq")])
+def test_least_norm_correction_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch,
+                                                       rank: int, path: str) -> None:
+    """LAPACK's Cholesky (full rank) and the pivoted QR it falls back to (rank-deficient B:
+    the Cholesky factor exists in floating point, its condition estimate rejects it) see
+    every BLAS library at one thread, like the relaxation's Cholesky (threaded OpenBLAS
+    factorizations segfaulted at n = 16384 and crawl on busy cores)."""
+    from threadpoolctl import threadpool_info
+
+    from absorb.certificates import rounding
+
+    seen: dict[str, list[list[int]]] = {"dpotrf": [], "lstsq": []}
+
+    def spying(name: str, real: Any) -> Any:
+        def spy(*args: object, **kwargs: object) -> object:
+            seen[name].append([int(i["num_threads"]) for i in threadpool_info()
+                               if i["user_api"] == "blas"])
+            return real(*args, **kwargs)
+        return spy
+
+    monkeypatch.setattr(rounding.sla.lapack, "dpotrf",
+                        spying("dpotrf", rounding.sla.lapack.dpotrf))
+    monkeypatch.setattr(rounding.sla, "lstsq", spying("lstsq", rounding.sla.lstsq))
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((4, rank)) @ rng.standard_normal((rank, 5))
+    rounding.least_norm_correction(B, rng.standard_normal((5, 5)))
+    assert seen[path] and all(count == [1] * len(count) for c in seen.values() for count in c)
+    assert bool(seen["lstsq"]) == (path == "lstsq")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from absorb.certificates import check_index_set, find_index_set
@@ -182,6 +182,50 @@ def test_product_equals_at_blas_size_with_several_primes() -> None:
     assert product_equals(X, Y, P)
     P[5, 7] += Fraction(1, 2**200)
     assert not product_equals(X, Y, P)
+
+
+@settings(max_examples=60 * SCALE, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 40), st.integers(1, 5), st.integers(1, 24),
+       st.integers(-1000, 800), st.integers(0, 70), st.data())
+def test_product_equals_on_float_products_matches_fractions(
+        a: int, k: int, b: int, bits: int, e0: int, spread: int, data: st.DataObject) -> None:
+    """Z a float matrix (the float path: one float64 GEMM with a proven bound, then fewer
+    primes, float64 limbs above 2^52): X·Y = Z exactly as Fractions say, for Z the rounded
+    exact product and Z one ulp away at one entry, across exponents and spreads."""
+    gen = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+
+    def dyadic(shape: tuple[int, int]) -> np.ndarray:
+        m = gen.integers(-2**bits + 1, 2**bits, shape).astype(float)
+        return np.ldexp(m, e0 // 2 + gen.integers(0, spread + 1, shape))
+
+    X, Y = dyadic((a, k)), dyadic((k, b))
+    P = np.array(fr(X), dtype=object) @ np.array(fr(Y), dtype=object)
+    Z = np.array([[float(v) for v in row] for row in P])
+    assume(np.all(np.isfinite(Z)))
+    exact = all(Fraction(z) == v for z, v in zip(Z.ravel(), P.ravel(), strict=True))
+    assert product_equals(X, Y, Z) == exact
+    i, j = data.draw(st.integers(0, a - 1)), data.draw(st.integers(0, b - 1))
+    Z[i, j] = np.nextafter(Z[i, j], np.inf)
+    assert product_equals(X, Y, Z) == all(
+        Fraction(z) == v for z, v in zip(Z.ravel(), P.ravel(), strict=True))
+
+
+@pytest.mark.parametrize("spread", [0, 30, 80])
+def test_product_equals_float_path_at_blas_size(spread: int) -> None:
+    """The benchmark's exact check at d = 64: a permutation times powers of two (spread of
+    exponents up to 2^80: integers below 2^52, in two float64 limbs, and beyond 2^98) times
+    float32 weights, a float product that holds, and the same one ulp off at one entry."""
+    gen = np.random.default_rng(spread)
+    d = 64
+    Y = (gen.standard_normal((d, d)) / 8).astype(np.float32).astype(np.float64)
+    X = np.zeros((d, d))
+    X[np.arange(d), gen.permutation(d)] = np.ldexp(1.0, -gen.integers(0, spread + 1, d))
+    Z = X @ Y  # one nonzero term per entry: exact
+    assert product_equals(X, Y, Z)
+    Z[d // 2, d // 3] = np.nextafter(Z[d // 2, d // 3], np.inf)
+    assert not product_equals(X, Y, Z)
+    P = np.array(fr(X), dtype=object) @ np.array(fr(Y), dtype=object)
+    assert P[d // 2, d // 3] != Fraction(Z[d // 2, d // 3])  # the oracle agrees
 
 
 def test_matmul_mod_is_exact_across_chunks() -> None:

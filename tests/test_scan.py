@@ -13,10 +13,11 @@ import pytest
 from tests.conftest import CliResult, chromium_colors, needs_chromium, plant
 from tests.test_checkpoint import write
 
+from absorb.budget import Cost
 from absorb.errors import AbsorbError
-from absorb.scan import runners
+from absorb.scan import plan, runners
 from absorb.scan.inspect import inspect_checkpoint
-from absorb.scan.plan import makespan
+from absorb.scan.plan import Worker, makespan, plan_scan, worker_count
 from absorb.serialize import plain
 
 UP, DOWN = "mlp.{i}.up.weight", "mlp.{i}.down.weight"
@@ -117,7 +118,9 @@ def test_certificates_survive_the_cache(tmp_path: Path, rng: np.random.Generator
     assert list((tmp_path / "c").glob("*.npy"))  # Y stored as exact floats, not strings
 
 
-def test_the_plan_refuses_workers_that_do_not_fit(model: Path) -> None:
+def test_the_plan_refuses_workers_that_do_not_fit(model: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan, "cores", lambda: 8)  # four workers are not capped here
     one = inspect_checkpoint(model, **PATTERNS)
     peak = max(r["cost"]["predicted_peak_bytes"] for r in one["layers"])  # type: ignore[attr-defined]
     memory = int(2.5 * peak / 0.8)  # two layers at a time fit, four do not
@@ -191,9 +194,6 @@ def test_tasks_name_the_weights_and_never_hold_them(model: Path) -> None:
 
 
 def test_the_plan_checks_each_dask_worker_against_its_memory_limit() -> None:
-    from absorb.budget import Cost
-    from absorb.scan.plan import Worker, plan_scan
-
     costs = [("layer 0 (d=8, n=32)", Cost(1e6, 1e9)), ("layer 1 (d=8, n=32)", Cost(1e6, 1e9))]
     fits = plan_scan(costs, 0.0, [Worker("tcp://a", 2, 10**7), Worker("tcp://b", 1, 10**7)],
                      "Dask", 1e9, memory=10**9)
@@ -202,6 +202,90 @@ def test_the_plan_checks_each_dask_worker_against_its_memory_limit() -> None:
         plan_scan(costs, 0.0, [Worker("tcp://a", 4, 4 * 10**6)], "Dask", 1e9, memory=10**9)
 
 
+def test_workers_are_capped_at_the_cores_and_the_layers(model: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """--workers beyond the cores, or beyond the layers, starts no more processes than help,
+    and the plan says why; --workers 1000 on one core runs in this process."""
+    monkeypatch.setattr(plan, "cores", lambda: 4)
+    assert worker_count(1000, 8) == (4, ("--workers 1000 capped at the 4 cores of this "
+                                         "machine",))
+    assert worker_count(3, 2) == (2, ("--workers 3 capped at the 2 layer(s) to decide",))
+    assert worker_count(2, 0) == (1, ("--workers 2 capped at the 0 layer(s) to decide",))
+    assert worker_count(4, 8) == (4, ())
+    monkeypatch.setattr(plan, "cores", lambda: 1)
+    res = inspect_checkpoint(model, workers=1000, **PATTERNS)
+    scan = res["scan"]
+    assert scan["runner"] == "this process"  # type: ignore[index]
+    assert scan["plan"]["notes"] == [  # type: ignore[index]
+        "--workers 1000 capped at the 1 cores of this machine"]
+
+
+def test_the_plan_says_when_workers_cannot_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two local workers on two cores: BLAS-bound layers take as long as in one process (the
+    note says so); overhead-bound layers overlap (no note, half the time)."""
+    monkeypatch.setattr(plan, "cores", lambda: 2)
+    two = [Worker(f"local-{i}", 1, None) for i in range(2)]
+    blas = [(f"layer {i}", Cost(1e3, 1e9)) for i in range(4)]
+    busy = plan_scan(blas, 0.0, two, "2 local processes", 1e9, memory=10**9)
+    assert busy.serial_seconds == pytest.approx(4.0)
+    assert busy.wall_seconds == pytest.approx(4.0 + plan.POOL_START_SECONDS)
+    assert "predicted to save little" in busy.text() and len(busy.to_json()["notes"]) == 1  # type: ignore[arg-type]
+    light = [(f"layer {i}", Cost(1e3, 0.0, 10.0)) for i in range(4)]
+    quick = plan_scan(light, 0.0, two, "2 local processes", 1e9, memory=10**9)
+    assert quick.wall_seconds == pytest.approx(20.0 + plan.POOL_START_SECONDS)
+    assert quick.notes == ()
+    serial = plan_scan(light, 0.0, [Worker("local", 1, None)], "this process", 1e9,
+                       memory=10**9)
+    assert serial.wall_seconds == pytest.approx(40.0) and serial.notes == ()
+
+
+def test_dask_workers_on_one_host_share_its_cores() -> None:
+    """Every task's BLAS uses all of its host's cores: two one-thread workers on one host
+    finish two layers no sooner than one process; on two hosts, in half the time."""
+    costs = [("layer 0", Cost(1e3, 1e9)), ("layer 1", Cost(1e3, 1e9))]
+    one_host = [Worker("tcp://127.0.0.1:4001", 1, 0), Worker("tcp://127.0.0.1:4002", 1, 0)]
+    two_hosts = [Worker("tcp://10.0.0.1:4001", 1, 0), Worker("tcp://10.0.0.2:4001", 1, 0)]
+    assert plan_scan(costs, 0.0, one_host, "Dask", 1e9).wall_seconds == pytest.approx(2.0)
+    assert plan_scan(costs, 0.0, two_hosts, "Dask", 1e9).wall_seconds == pytest.approx(1.0)
+
+
+def test_the_layer_cost_counts_the_repair_and_the_overhead() -> None:
+    """A float layer's predicted work includes the branch of a layer absorbable up to
+    rounding (the least-norm repair, the construction check) beside its relaxation, and
+    every layer carries a fixed overhead: what a planted layer's time was missing."""
+    from absorb.activations import get_activation
+    from absorb.certificates import relaxation_cost
+    from absorb.certificates.rounding import repair_cost
+    from absorb.checkpoints.detection import LayerSpec
+    from absorb.checkpoints.inspection import LAYER_OVERHEAD_SECONDS, layer_cost
+
+    d, n = 1024, 4096
+    spec = LayerSpec("0", 0, None, {}, d, n, "float32")
+    cost = layer_cost(spec, get_activation("gelu"))
+    extra = cost.flops - relaxation_cost(d, n).flops
+    assert extra >= repair_cost(d, d).flops > 0
+    assert cost.overhead >= LAYER_OVERHEAD_SECONDS > 0
+    assert cost.at(1e10) == pytest.approx(cost.flops / 1e10 + cost.overhead)
+    gated = layer_cost(spec, get_activation("swiglu"))
+    assert gated.flops < relaxation_cost(d, n).flops and gated.overhead > 0
+
+
+def test_small_layers_are_decided_on_one_blas_thread() -> None:
+    """A small layer's many small products run on one BLAS thread (on busy cores the threads'
+    waits cost more than the second thread gives); a large layer keeps the default count."""
+    from threadpoolctl import threadpool_info
+
+    from absorb.scan.tasks import SMALL_LAYER_WORK, blas_for
+
+    def counts() -> list[int]:
+        return [int(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = counts()
+    with blas_for(64, 256):
+        assert counts() == [1] * len(before)
+    assert counts() == before
+    with blas_for(SMALL_LAYER_WORK, 2):
+        assert counts() == before
 def test_the_progress_bar_counts_a_layer_when_it_names_it(
         model: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Each redraw that names a finished layer already counts it: after the k-th layer the bar

@@ -32,19 +32,27 @@ MEMORY_ENV = "ABSORB_MAX_MEMORY"
 
 @dataclass(frozen=True)
 class Cost:
-    """Predicted peak memory (bytes) and work (floating-point operations) of one job."""
+    """Predicted peak memory (bytes), work (floating-point operations, counted as GEMM-rate
+    flops) and overhead (seconds of work that is not arithmetic: passes over memory, Python)
+    of one job."""
 
     bytes: float
     flops: float
+    overhead: float = 0.0
 
     @property
     def seconds(self) -> float:
         """Predicted time at :data:`FLOPS_PER_SECOND`."""
-        return self.flops / FLOPS_PER_SECOND
+        return self.flops / FLOPS_PER_SECOND + self.overhead
+
+    def at(self, rate: float) -> float:
+        """Predicted time at a measured GEMM rate (flop/s): work / rate + overhead."""
+        return self.flops / rate + self.overhead
 
     def __add__(self, other: Cost) -> Cost:
-        """Two jobs run one after the other: the larger peak, the summed work."""
-        return Cost(max(self.bytes, other.bytes), self.flops + other.flops)
+        """Two jobs run one after the other: the larger peak, the summed work and overhead."""
+        return Cost(max(self.bytes, other.bytes), self.flops + other.flops,
+                    self.overhead + other.overhead)
 
 
 def memory_cap() -> int | None:

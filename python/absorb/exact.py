@@ -421,6 +421,8 @@ def _matmul_centered(Xs: NDArray[np.float64], Ys: NDArray[np.float64],
     """X·Y modulo p for centered residues (|x| ≤ (p−1)/2 < 2²¹), centered: every chunk of
     CHUNK products sums to an integer below 2⁵³ in magnitude in any order (exact in float64)
     and is reduced exactly before it is accumulated."""
+    if Xs.shape[1] <= CHUNK:  # one chunk: within 3p/2 after one pass, then centered
+        return _reduce(_reduce(Xs @ Ys, p), p)
     acc = np.zeros((Xs.shape[0], Ys.shape[1]))
     for k0 in range(0, Xs.shape[1], CHUNK):
         acc += _reduce(Xs[:, k0:k0 + CHUNK] @ Ys[k0:k0 + CHUNK], p)
@@ -445,19 +447,37 @@ def matmul_mod(X: IntArray, Y: IntArray, p: int) -> IntArray:
     return out
 
 
+#: Split point of :class:`_Residues`' two float64 limbs: N = hi·2^_LIMB + lo, 0 ≤ lo < 2^_LIMB.
+_LIMB = 48
+
+
 class _Residues:
     """Centered residues of one scaled matrix, prime after prime: from its float64 integers
-    when they are below 2⁵² (then :func:`_reduce` is exact and no int64 pass is needed), else
-    from :meth:`Scaled.residues`."""
+    when they are below 2⁵² (then :func:`_reduce` is exact and no int64 pass is needed); from
+    two float64 limbs N = hi·2⁴⁸ + lo when a float source is below 2⁹⁸ (hi = ⌊N·2⁻⁴⁸⌋ and
+    lo = N − hi·2⁴⁸ ∈ [0, 2⁴⁸) are exact: a power-of-two shift, floor, and a difference that
+    is itself a float64 integer; |hi| < 2⁵⁰); else from :meth:`Scaled.residues`."""
 
     def __init__(self, s: Scaled) -> None:
         self.s = s
         self.N = s.floats() if s.bits <= 52 else None
+        self.limbs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+        if self.N is None and s.x is not None and s.bits <= _LIMB + 50:
+            N = s.floats()
+            hi = np.floor(np.ldexp(N, -_LIMB))
+            self.limbs = hi, N - np.ldexp(hi, _LIMB)
 
     def __call__(self, p: int) -> NDArray[np.float64]:
         if self.N is not None:  # one pass suffices below 2^51 (see _reduce)
             r = _reduce(self.N.copy(), p)
             return r if self.s.bits <= 50 else _reduce(r, p)
+        if self.limbs is not None:
+            hi, lo = self.limbs
+            # centered hi (< 2^21) times 2^48 mod p (< 2^22), plus lo's (< 2^23): below 2^51
+            r = _reduce(hi.copy(), p)
+            r *= float(pow(2, _LIMB, p))
+            r += _reduce(lo.copy(), p)
+            return _reduce(r, p)
         return _reduce(self.s.residues(p).astype(np.float64), p)  # from [0, p): centered
 
 
@@ -474,10 +494,16 @@ def product_equals(X: Any, Y: Any, Z: Any) -> bool:
       M > 2bL. If b·P ≡ a·Nz (mod p) for each prime p | M, then M divides every difference
       (Chinese remainder theorem), whose magnitude is below M: the differences are 0.
 
-    Cost: one :func:`matmul_mod` (a float64 GEMM of the same size) per prime, about
-    (bits(b) + bx + by + log₂k + 2)/21 primes (≈ 6 for float32 weights of ordinary spread),
-    stopping at the first prime that shows a difference. When 2bL < 2⁵³ a single float64
-    GEMM of the integer matrices is already exact and is used instead.
+    * Float input first (:func:`_float_product_bound`): one float64 GEMM P̂ = Nx·Ny of the
+      integer matrices (exact values, no underflow) with the proven bound |P̂ − P| ≤ β
+      entry-wise. An entry where the computed |P̂ − (a/b)·Nz| exceeds β proves a difference;
+      otherwise |b·P − a·Nz| ≤ b·max(|P̂ − (a/b)·Nz| + β), about 2⁻⁴³·k·L instead of 2L, so
+      the primes need about 43 − log₂k fewer bits (and none when that bound is below 1).
+
+    Cost: the float64 GEMM, then one :func:`matmul_mod` (a float64 GEMM of the same size) per
+    prime, about (bits(b) + bx + by + 2·log₂k − 50)/21 primes after the float pass (≈ 2 for
+    float32 weights of ordinary spread, instead of 5–6), stopping at the first prime that
+    shows a difference. When 2bL < 2⁵³ the float64 GEMM is already exact and decides alone.
     """
     sx, sy, sz = integers(X), integers(Y), integers(Z)
     if len(sx.shape) != 2 or len(sy.shape) != 2 or sx.shape[1] != sy.shape[0] \
@@ -497,7 +523,61 @@ def product_equals(X: Any, Y: Any, Z: Any) -> bool:
     if need < 53 and sx.bits < 53 and sy.bits < 53 and sz.bits < 53:
         P = sx.floats() @ sy.floats()  # integer partial sums below 2^53: exact
         return bool(np.array_equal(float(b) * P, float(a) * sz.floats()))
+    bound = _float_product_bound(sx, sy, sz, a, b)
+    if bound is not None:
+        if bound < 0:  # an entry differs beyond the float GEMM's error: a proof
+            return False
+        if bound == 0:  # |b·P − a·Nz| < 1 everywhere, an integer: zero
+            return True
+        need = min(need, bound)
     return _equal_mod_primes(sx, sy, sz, a, b, need)
+
+
+#: The float pass of :func:`product_equals` runs when every integer matrix is below 2^_FLOAT_BITS
+#: (squares and k-term sums of products stay far inside the float64 range).
+_FLOAT_BITS = 480
+
+
+def _float_product_bound(sx: Scaled, sy: Scaled, sz: Scaled, a: int, b: int) -> int | None:
+    """One float64 GEMM toward deciding b·(Nx·Ny) = a·Nz: −1 when it proves an entry
+    different, else the bits B with |b·P − a·Nz| < 2^(B−1) (0 when that bound is below 1,
+    so the integers are equal); None when it does not apply (non-float input, integers of
+    more than _FLOAT_BITS bits, or a/b not a power of two).
+
+    Proof. Nx, Ny are integers held exactly as float64 (x·2^−emin: exponent shifts), so
+    P̂ = fl(Nx·Ny) has no underflow and, in any summation order, |P̂_ij − P_ij| ≤
+    γ_k·(|Nx||Ny|)_ij ≤ γ_k‖Nx_i,:‖₂‖Ny_:,j‖₂ =: β_ij (γ_k = k·u/(1 − k·u), u = 2⁻⁵³, Higham
+    §3.1; Cauchy–Schwarz). The norms are float sums of k squares, at most (1 + γ_k) off, and
+    β is formed with a few more roundings; the factor 1.01 covers them all (k ≪ 2⁴⁰).
+    T = (a/b)·Nz is exact (a power-of-two shift within range). The computed |P̂ − T| is
+    within a factor (1 ± u) of the true one, so fl(|P̂ − T|)·(1 − 2u) > β_ij proves
+    P_ij ≠ T_ij, and otherwise |P_ij − T_ij| ≤ fl(|P̂ − T|)·(1 + 2u) + β_ij =: R_ij; then
+    |b·P_ij − a·Nz_ij| = b·|P_ij − T_ij| ≤ b·max R, bounded by 2^(B−1) with B from the
+    float's exponent (frexp: exact).
+    """
+    if sx.x is None or sy.x is None or sz.x is None:
+        return None
+    if max(sx.bits, sy.bits, sz.bits + abs(a.bit_length() - b.bit_length())) > _FLOAT_BITS \
+            or a & (a - 1) or b & (b - 1):
+        return None
+    k = sx.shape[1]
+    Fx, Fy = sx.floats(), sy.floats()
+    P = Fx @ Fy
+    shift = a.bit_length() - b.bit_length()  # a/b = 2^shift
+    P -= np.ldexp(sz.floats(), shift)
+    np.abs(P, out=P)
+    gamma = k * 2.0**-53 / (1.0 - k * 2.0**-53)
+    row = np.sqrt(np.einsum("ik,ik->i", Fx, Fx))
+    col = np.sqrt(np.einsum("kj,kj->j", Fy, Fy))
+    beta = np.multiply.outer(1.01 * gamma * row, col)
+    if np.any(beta < P * (1.0 - 2.0**-52)):
+        return -1
+    P *= 1.0 + 2.0**-52
+    P += beta
+    top = float(np.max(P)) * 1.01 * b  # b ≤ 2^_FLOAT_BITS·…: within range
+    if top < 1.0:
+        return 0
+    return int(np.frexp(top)[1]) + 1  # top < 2^frexp: |b·P − a·Nz| < 2^(B−1)
 
 
 def _product_is_zero(sx: Scaled, sy: Scaled) -> bool:

@@ -85,27 +85,38 @@ def torch_gram(W_up: FloatArray, W_down: FloatArray) -> FloatArray:
     return out
 
 
-#: BLAS threads for LAPACK's Cholesky (``potrf``) on ``cpu``: one, always.
+#: BLAS threads for LAPACK's factorizations on ``cpu`` (the relaxation's Cholesky ``potrf``,
+#: the rounding repair's Cholesky and its fallback, the pivoted QR ``gelsy``): one, always.
 #:
 #: OpenBLAS's threaded ``potrf`` segfaults on large matrices here: at n = 16384 on 2 cores
 #: (OpenBLAS 0.3.30/0.3.31) it killed the process in 6 of 15 runs of a whole ``absorb inspect``
 #: layer and in 3 of 3 runs of the factorization alone after a thread-count switch, whether the
 #: count came from a timing probe or from the load average; no single-threaded run crashed.
 #: One thread also avoids its slowdown on busy cores (its threads synchronize at every panel
-#: step: n = 3072 at load 4–5 took 3.4–4.4 s with 2 threads, 0.26–0.40 s with one). The cost:
-#: on idle cores the factorization takes about 2× as long (n = 16384: 31 s against 16.5 s).
-CHOLESKY_THREADS = 1
+#: step: n = 3072 at load 4–5 took 3.4–4.4 s with 2 threads, 0.26–0.40 s with one; the
+#: repair's least squares at d = 1024 took 12.2 s as numpy's threaded SVD ``gelsd``, 1.9 s as
+#: ``gelsd`` on one thread and 0.22 s as ``gelsy`` on one thread). The cost: on idle cores the
+#: Cholesky takes about 2× as long (n = 16384: 31 s against 16.5 s).
+FACTORIZATION_THREADS = 1
+
+
+@contextlib.contextmanager
+def factorization_threads() -> Iterator[None]:
+    """Every loaded BLAS library (numpy's and scipy's copies) at
+    :data:`FACTORIZATION_THREADS` inside the block, the previous counts restored after."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=FACTORIZATION_THREADS, user_api="blas"):
+        yield
 
 
 def cholesky(G: FloatArray) -> tuple[FloatArray, int]:
     """(L, info) as LAPACK ``potrf`` gives them: the lower factor of the symmetric G (info > 0
     when G is not numerically positive definite). On ``cpu`` G is factorized in place (its
-    transpose is the same matrix in Fortran order) with :data:`CHOLESKY_THREADS`; on a torch
-    device in float64 there, G left as it is."""
+    transpose is the same matrix in Fortran order) with :data:`FACTORIZATION_THREADS`; on a
+    torch device in float64 there, G left as it is."""
     if current_device() == "cpu":
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=CHOLESKY_THREADS, user_api="blas"):
+        with factorization_threads():
             L, info = sla.lapack.dpotrf(G.T, lower=1, clean=0, overwrite_a=1)
         return L, int(info)
     import torch

@@ -27,13 +27,20 @@ from absorb.checkpoints.architectures import Layout
 from absorb.checkpoints.detection import LayerSpec, Plan
 from absorb.checkpoints.reading import DTYPE_BYTES, Checkpoint
 from absorb.formats import coarsest
+from absorb.theory.index_sets import decision_cost
 
 # Side of the square float64 GEMM timed for the machine's matmul rate (about 2 GFLOP).
 RATE_SIZE = 1024
+#: Seconds of every layer that are not arithmetic: opening the checkpoint in the task, its
+#: hypotheses, verdict and JSON, Python (measured: a whole d = 16, n = 64 layer in 2.6 ms).
+LAYER_OVERHEAD_SECONDS = 0.003
+#: Seconds per weight of the passes over the stored tensors (digest, widening to float64,
+#: storage-format detection; measured about 10 ns per weight).
+SECONDS_PER_WEIGHT = 1e-8
 
 
 @functools.cache
-def matmul_rate(size: int = RATE_SIZE, repeats: int = 3) -> float:
+def matmul_rate(size: int = RATE_SIZE, repeats: int = 5) -> float:
     """Measured float64 GEMM throughput (flop/s): best of ``repeats`` size×size products.
 
     Measured once per process and size (the machine's rate, not the moment's load).
@@ -49,19 +56,23 @@ def matmul_rate(size: int = RATE_SIZE, repeats: int = 3) -> float:
 
 
 def layer_cost(spec: LayerSpec, activation: Activation) -> Cost:
-    """Predicted peak bytes and flops of reading one layer and deciding it.
+    """Predicted peak bytes, flops and overhead of reading one layer and deciding it.
 
     Reading holds the stored tensor and its float64 copy (plus the transpose of a Conv1D
-    weight); the float relaxation (odd-part-linear, ungated) costs ``relaxation_cost``; a
-    gated block's linearization witness takes the spectral norm of each weight (an SVD,
-    about 4nd² flops and one n×d copy each).
+    weight); the float relaxation (odd-part-linear, ungated) costs ``relaxation_cost`` and
+    the rest of the decision ``theory.index_sets.decision_cost`` (the storage tolerance, and
+    the repair branch of a layer absorbable up to rounding); a gated block's linearization
+    witness takes the spectral norm of each weight (an SVD, about 4nd² flops and one n×d copy
+    each). Every layer adds :data:`LAYER_OVERHEAD_SECONDS` and :data:`SECONDS_PER_WEIGHT`
+    per stored weight.
     """
     d, n = spec.d, spec.n
     mats = 3 if activation.gated else 2
     stored = max(DTYPE_BYTES.get(dt, FLOAT_BYTES) for dt in spec.dtype.split("/"))
-    read = Cost(FLOAT_BYTES * mats * n * d + (stored + FLOAT_BYTES) * n * d, 0.0)
+    read = Cost(FLOAT_BYTES * mats * n * d + (stored + FLOAT_BYTES) * n * d, 0.0,
+                LAYER_OVERHEAD_SECONDS + SECONDS_PER_WEIGHT * mats * n * d)
     if activation.odd_part_linear and not activation.gated:
-        return read + relaxation_cost(d, n)
+        return read + relaxation_cost(d, n) + decision_cost(d, n)
     svd = Cost(FLOAT_BYTES * (mats + 1) * n * d, 4.0 * mats * n * d * min(n, d))
     return read + svd
 
@@ -98,7 +109,7 @@ def layer_row(spec: LayerSpec, verdict: Mapping[str, object], cost: Cost, rate: 
     return {"layer": spec.layer, "stack": spec.stack, "label": spec.label, "keys": spec.keys,
             "dtype": spec.dtype, **verdict,
             "cost": {"predicted_peak_bytes": cost.bytes, "predicted_flops": cost.flops,
-                     "predicted_seconds": cost.flops / rate, "seconds": seconds,
+                     "predicted_seconds": cost.at(rate), "seconds": seconds,
                      "cached": cached}}
 
 

@@ -56,7 +56,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="random seed, a non-negative integer (same seed, same output)")
     p.add_argument("--workers", type=positive(int), default=1, metavar="N",
                    help="layers decided at a time by local processes (each gets cores/N BLAS "
-                        "threads); the plan refuses a number that would not fit in memory")
+                        "threads), capped at the cores and the layers; the plan says when "
+                        "workers are predicted to save little and refuses a number that "
+                        "would not fit in memory")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run each layer as a task on a Dask distributed cluster, e.g. "
                         "tcp://host:8786 (extra scan: pip install -e \".[scan]\"); workers read "

@@ -39,7 +39,7 @@ from absorb.checkpoints.reading import Checkpoint
 from absorb.errors import AbsorbError
 from absorb.rationals import RationalMatrix
 from absorb.scan.cache import LayerCache, cache_key, confirmed
-from absorb.scan.plan import plan_scan
+from absorb.scan.plan import plan_scan, worker_count
 from absorb.scan.runners import make_runner
 from absorb.scan.tasks import LayerTask, Outcome
 
@@ -102,15 +102,17 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
     certifies = act.odd_part_linear and not act.gated
     # held during the relaxation, on top of its peak (Cost's + is for jobs in sequence)
     extra = [host_bytes(device, spec.n) if certifies else 0.0 for spec in specs]
-    costs = [Cost(c.bytes + e, c.flops) for c, e in
+    costs = [Cost(c.bytes + e, c.flops, c.overhead) for c, e in
              zip((layer_cost(spec, act) for spec in specs), extra, strict=True)]
     kept = float(sum(FLOAT_BYTES * s.d * s.d for s in specs)) \
         if keep_certificates and certifies else 0.0
     witness = _witness_room(specs, witness_room) if keep_certificates and certifies else 0.0
     labels = [f"layer {s.label} (d={s.d}, n={s.n})" for s in specs]
-    with make_runner(workers, scheduler) as runner:
+    count, notes = (workers, ()) if scheduler is not None or workers < 1 else \
+        worker_count(workers, len(specs))
+    with make_runner(count, scheduler) as runner:
         scan_plan = plan_scan(list(zip(labels, costs, strict=True)), kept, runner.workers(),
-                              runner.where, rate, memory=memory)
+                              runner.where, rate, memory=memory, notes=notes)
         if progress:
             print(scan_plan.text(), file=sys.stderr)
             if witness:
@@ -152,7 +154,7 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
                     cache.put(keys[i], tasks[i].digest, outcome)  # first: the work is saved
                 finish(i, outcome, False)
                 left_flops -= costs[i].flops
-                done_predicted += costs[i].flops / rate
+                done_predicted += costs[i].at(rate)
                 done_measured += outcome.seconds
                 ratio = done_measured / done_predicted if done_predicted > 0 else 1.0
                 left = scan_plan.wall_seconds * max(left_flops, 0.0) / todo * ratio

@@ -20,12 +20,15 @@ import numpy as np
 
 from absorb import certificates, exact
 from absorb.blocks import Block, ObjectArray
+from absorb.budget import Cost
 from absorb.certificates import check_dual
+from absorb.certificates.recheck import EXACT_OPS
 from absorb.certificates.rounding import (
     FLOAT64_TOL,
     MAX_SEARCH_TOL,
     corrected,
     repair,
+    repair_cost,
     search_tolerance,
     storage_dtype,
 )
@@ -34,10 +37,11 @@ from absorb.formats import FLOAT_FORMATS, RATIONAL, unit_roundoff
 from absorb.rationals import rational_text
 from absorb.theory.applicable import necessary_chain
 from absorb.theory.construction import (
+    CHECK_POINTS,
     absorbing_block,
     check_construction,
+    corrected_construction,
     exact_absorbing_weights,
-    weights_json,
 )
 from absorb.theory.evidence import Evidence, attached_evidence
 from absorb.verdicts import (
@@ -336,9 +340,35 @@ def _up_to_rounding(block: Block, S: list[int], result: certificates.IndexSetSea
                "exact, and the sign-flip construction then absorbs the skip",
         details={"stored_weights_exactly": _exact_answer(result, confirm),
                  "certificate": _certificate(result, A, block.d),
-                 "corrected_absorbing_block": weights_json(h),
+                 "corrected_absorbing_block": corrected_construction(h),
                  "corrected_construction_check": check_construction(fixed, h, rng),
                  **search})
+
+
+#: Seconds per unit of the exact certificate check below EXACT_OPS: its Chinese remaindering
+#: runs per unit in Python (measured: 1–3 ms at n = 64–256 beside 2–3 ms of fixed overhead).
+EXACT_CHECK_SECONDS_PER_UNIT = 2e-5
+
+
+def decision_cost(d: int, n: int) -> Cost:
+    """What deciding a float layer costs beyond its relaxation, predicted from (d, n):
+    the storage tolerance (|W_down||W_up|, one d×n×d product: 2nd² flops); the certificate's
+    exact check where n·d² ≤ ``recheck.EXACT_OPS`` (per unit:
+    :data:`EXACT_CHECK_SECONDS_PER_UNIT`); and, for a layer found absorbable only up to
+    rounding with |S| = d (the least |S| when A has full rank): the repair
+    (:func:`~absorb.certificates.rounding.repair_cost`), the exact checks of S (the
+    search's and the verdict's: a d×d×d float64 GEMM each and its integer passes, counted as
+    two GEMMs each, 8d³) and the construction check (f and h at CHECK_POINTS inputs per
+    scale, three scales: 6·4·P·n·d flops). Counted for every layer, since which branch a
+    layer takes is known only once it is decided: a random layer's prediction is the larger
+    by these terms (about half its relaxation's flops at d = 1024, n = 4d; a third at
+    2048)."""
+    tolerance = Cost(0.0, 2.0 * n * d * d)
+    exact_certificate = Cost(0.0, 0.0, EXACT_CHECK_SECONDS_PER_UNIT * n
+                             if n * d * d <= EXACT_OPS else 0.0)
+    check = Cost(0.0, 6 * 4.0 * CHECK_POINTS * n * d)
+    exact_checks = Cost(0.0, 8.0 * float(d) ** 3)
+    return tolerance + exact_certificate + repair_cost(d, d) + exact_checks + check
 
 
 #: The exact search on float weights (rational Gram matrix: n²d rational operations) is run
