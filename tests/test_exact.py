@@ -530,8 +530,11 @@ def test_grid_path_decides_the_benchmark_shape(dtype: str, scale: int) -> None:
     W = Z.copy()
     W[3, 5] = np.nextafter(W[3, 5], np.inf)
     assert grid_product_equals(X, Y, W) is False and not equals_oracle(P, W)
+    # x_7 times the lowest set bit of an entry of Y's column 2: a multiple of the products'
+    # grid there, so Z stays on the grid and only the error bound can tell (|D| ≥ 1 unit > β)
+    lsb = Fraction(1, Fraction(float(Y[:, 2][Y[:, 2] != 0][0])).denominator)
     U = Z.copy()
-    U[7, 2] += float(Fraction(1, max(Fraction(v).denominator for v in U[7].tolist())))
+    U[7, 2] += float(Fraction(float(X[7][X[7] != 0][0])) * lsb)
     assert grid_product_equals(X, Y, U) is False and not equals_oracle(P, U)
 
 
