@@ -212,17 +212,21 @@ def test_product_equals_on_float_products_matches_fractions(
         Fraction(z) == v for z, v in zip(Z.ravel(), P.ravel(), strict=True))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("spread", [0, 30, 80])
-def test_product_equals_float_path_at_blas_size(spread: int) -> None:
+def test_product_equals_float_path_at_blas_size(spread: int, dtype: str) -> None:
     """The benchmark's exact check at d = 64: a permutation times powers of two (spread of
     exponents up to 2^80: integers below 2^52, in two float64 limbs, and beyond 2^98) times
-    float32 weights, a float product that holds, and the same one ulp off at one entry."""
+    float32 weights (decided on the row/column grids) or float64 weights (beyond one GEMM's
+    bound there: the float pass and the primes decide), a float product that holds, and the
+    same one ulp off at one entry."""
     gen = np.random.default_rng(spread)
     d = 64
-    Y = (gen.standard_normal((d, d)) / 8).astype(np.float32).astype(np.float64)
+    Y = (gen.standard_normal((d, d)) / 8).astype(dtype).astype(np.float64)
     X = np.zeros((d, d))
     X[np.arange(d), gen.permutation(d)] = np.ldexp(1.0, -gen.integers(0, spread + 1, d))
     Z = X @ Y  # one nonzero term per entry: exact
+    assert (grid_product_equals(X, Y, Z) is None) == (dtype == "float64")
     assert product_equals(X, Y, Z)
     Z[d // 2, d // 3] = np.nextafter(Z[d // 2, d // 3], np.inf)
     assert not product_equals(X, Y, Z)
