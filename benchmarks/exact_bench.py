@@ -163,9 +163,12 @@ def check_table(quick: bool, repeat: int = 7) -> tuple[list[str], list[list[str]
     header = ["d = |S|", "float64 GEMM (s), median", "exact check, S holds / GEMM, min / median",
               "exact check, one ulp off / GEMM, min / median", "primes without the float pass"]
     notes = ["the exact check is absorb.exact.product_equals (what check_index_set runs): "
-             "integer scaling of the stored values, one float64 GEMM with a proven error bound "
-             "(decides a difference beyond it, and bounds what is left), then residues modulo "
-             "primes < 2^22 on float64 GEMMs (exact) until their product exceeds that bound",
+             "float input first on each row's and column's own power-of-two grid "
+             "(absorb.exact.grid: a few passes over the entries and one float64 GEMM of X·Y; "
+             "Z off the products' grid, or a proven error bound below one grid unit, decides "
+             "— it decides both rows here); what it leaves goes to integer scaling, one float64 "
+             "GEMM with a proven error bound, then residues modulo primes < 2^22 on float64 "
+             "GEMMs (exact) until their product exceeds that bound",
              "each ratio is a check against the faster of the GEMMs just before and after it "
              f"({repeat} such pairs per size up to d = 1024, 2 beyond), min and median"]
     return header, rows, notes

@@ -10,6 +10,7 @@ examples (a long run).
 
 from __future__ import annotations
 
+import math
 import os
 from decimal import Decimal
 from fractions import Fraction
@@ -34,6 +35,7 @@ from absorb.exact import (
     rank,
     rref,
 )
+from absorb.exact.grid import grid_product_equals
 from absorb.rationals import RationalMatrix, rational_text
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -210,17 +212,21 @@ def test_product_equals_on_float_products_matches_fractions(
         Fraction(z) == v for z, v in zip(Z.ravel(), P.ravel(), strict=True))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("spread", [0, 30, 80])
-def test_product_equals_float_path_at_blas_size(spread: int) -> None:
+def test_product_equals_float_path_at_blas_size(spread: int, dtype: str) -> None:
     """The benchmark's exact check at d = 64: a permutation times powers of two (spread of
     exponents up to 2^80: integers below 2^52, in two float64 limbs, and beyond 2^98) times
-    float32 weights, a float product that holds, and the same one ulp off at one entry."""
+    float32 weights (decided on the row/column grids) or float64 weights (beyond one GEMM's
+    bound there: the float pass and the primes decide), a float product that holds, and the
+    same one ulp off at one entry."""
     gen = np.random.default_rng(spread)
     d = 64
-    Y = (gen.standard_normal((d, d)) / 8).astype(np.float32).astype(np.float64)
+    Y = (gen.standard_normal((d, d)) / 8).astype(dtype).astype(np.float64)
     X = np.zeros((d, d))
     X[np.arange(d), gen.permutation(d)] = np.ldexp(1.0, -gen.integers(0, spread + 1, d))
     Z = X @ Y  # one nonzero term per entry: exact
+    assert (grid_product_equals(X, Y, Z) is None) == (dtype == "float64")
     assert product_equals(X, Y, Z)
     Z[d // 2, d // 3] = np.nextafter(Z[d // 2, d // 3], np.inf)
     assert not product_equals(X, Y, Z)
@@ -432,3 +438,126 @@ def test_rational_text_has_no_digit_limit() -> None:
     assert rational_text(Fraction(-3, 4)) == "-3/4" and rational_text(5) == "5"
     assert rational_text(0.375) == "3/8"
     assert RationalMatrix(np.array([[big]], dtype=object), None).to_json() == [[text]]
+
+
+def exact_product(X: np.ndarray, Y: np.ndarray) -> list[list[Fraction]]:
+    """X·Y over ℚ (the oracle): each float as its Fraction, the sums over Python integers on
+    the common power-of-two denominator (the same values as a Fraction sum, much faster)."""
+    den = max(Fraction(v).denominator for v in np.concatenate([X.ravel(), Y.ravel()]))
+    Nx = [[int(Fraction(v) * den) for v in row] for row in X.tolist()]
+    Ny = [[int(Fraction(v) * den) for v in row] for row in Y.tolist()]
+    cols = list(zip(*Ny, strict=True))
+    return [[Fraction(sum(p * q for p, q in zip(r, c, strict=True)), den * den) for c in cols]
+            for r in Nx]
+
+
+def equals_oracle(P: list[list[Fraction]], Z: np.ndarray) -> bool:
+    return all(Fraction(z) == v for z, v in zip(Z.ravel().tolist(),
+                                                 [v for row in P for v in row], strict=True))
+
+
+@st.composite
+def grid_cases(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X, Y stored as float16/32/64 (dense, sparse rows, or a permutation times powers of two),
+    exponents anywhere from subnormal to 2^1000 (float64) and mixed, and Z the float nearest
+    to the exact product, or that Z one ulp off at one entry, or off by a whole grid unit."""
+    dtype = draw(st.sampled_from(["float16", "float32", "float64"]))
+    a, k, b = (draw(st.integers(1, 64 if draw(st.booleans()) else 6)) for _ in range(3))
+    gen = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    lo = {"float16": -14, "float32": -126, "float64": -1074}[dtype]
+    hi = {"float16": 10, "float32": 100, "float64": 1000}[dtype]
+    e0, spread = draw(st.integers(lo, hi)), draw(st.integers(0, 2 * (hi - lo)))
+
+    def weights(shape: tuple[int, int], kind: str) -> np.ndarray:
+        if kind == "permutation" and shape[0] <= shape[1]:
+            M = np.zeros(shape)
+            powers = np.clip(gen.integers(0, 30, shape[0]) + e0, lo, hi)
+            M[np.arange(shape[0]), gen.permutation(shape[1])[:shape[0]]] = np.ldexp(
+                gen.choice([-1.0, 1.0], shape[0]), powers)
+            return stored(M, dtype)
+        exps = np.clip(e0 + gen.integers(0, spread + 1, shape), lo, hi)
+        M = np.ldexp(gen.standard_normal(shape), exps)
+        if kind == "sparse":
+            M[gen.random(shape) < 0.8] = 0.0
+        return stored(M, dtype)
+
+    X = weights((a, k), draw(st.sampled_from(["dense", "sparse", "permutation"])))
+    Y = weights((k, b), draw(st.sampled_from(["dense", "sparse"])))
+    P = exact_product(X, Y)
+    with np.errstate(over="ignore"):
+        Z = np.array([[float(v) if abs(v) < 2**1023 else np.inf for v in row] for row in P])
+    assume(np.all(np.isfinite(Z)))
+    i, j = draw(st.integers(0, a - 1)), draw(st.integers(0, b - 1))
+    change = draw(st.sampled_from(["none", "ulp", "unit", "zero"]))
+    if change == "ulp":
+        Z[i, j] = np.nextafter(Z[i, j], draw(st.sampled_from([np.inf, -np.inf])))
+    elif change == "unit":  # twice the entry's lowest set bit (2/denominator): on its grid
+        Z[i, j] += math.ldexp(1.0, 2 - Fraction(Z[i, j]).denominator.bit_length())
+    elif change == "zero":
+        Z[i, j] = 0.0
+    return X, Y, Z
+
+
+@settings(max_examples=120 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grid_cases())
+def test_grid_path_never_contradicts_the_fraction_oracle(
+        case: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """The one-GEMM grid path (absorb.exact.grid) decides exactly as Fractions decide or
+    declines (None); product_equals, which runs it first, always agrees with the oracle."""
+    X, Y, Z = case
+    truth = equals_oracle(exact_product(X, Y), Z)
+    fast = grid_product_equals(X, Y, Z)
+    assert fast is None or fast == truth
+    assert product_equals(X, Y, Z) == truth
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])  # float64 columns: > 53 bits
+@pytest.mark.parametrize("scale", [-1060, -300, -40, -12])
+def test_grid_path_decides_the_benchmark_shape(dtype: str, scale: int) -> None:
+    """A permutation times powers of two times dense weights at d = 64 (the benchmark's
+    check): the grid path itself decides, equal, one ulp off, and Z on the grid but one unit
+    off (found by the error bound, not the grid) — each as the oracle says; with products
+    in the subnormal range (not exact in float64) product_equals still agrees."""
+    gen = np.random.default_rng(64)
+    d = 64
+    Y = stored(gen.standard_normal((d, d)) / 8, dtype)
+    X = np.zeros((d, d))
+    X[np.arange(d), gen.permutation(d)] = np.ldexp(1.0, scale - gen.integers(0, 12, d))
+    P = exact_product(X, Y)
+    Z = X @ Y  # one nonzero term per entry: exact unless it underflows
+    truth = equals_oracle(P, Z)
+    assert truth == (scale > -1000) and product_equals(X, Y, Z) is truth
+    if not truth:  # subnormal products: the grid path may decline, never contradict
+        assert grid_product_equals(X, Y, Z) in (None, truth)
+        return
+    assert grid_product_equals(X, Y, Z) is True
+    W = Z.copy()
+    W[3, 5] = np.nextafter(W[3, 5], np.inf)
+    assert grid_product_equals(X, Y, W) is False and not equals_oracle(P, W)
+    # x_7 times the lowest set bit of an entry of Y's column 2: a multiple of the products'
+    # grid there, so Z stays on the grid and only the error bound can tell (|D| ≥ 1 unit > β)
+    lsb = Fraction(1, Fraction(float(Y[:, 2][Y[:, 2] != 0][0])).denominator)
+    U = Z.copy()
+    U[7, 2] += float(Fraction(float(X[7][X[7] != 0][0])) * lsb)
+    assert grid_product_equals(X, Y, U) is False and not equals_oracle(P, U)
+
+
+def test_grid_path_declines_dense_float32_and_the_general_check_decides() -> None:
+    """Dense float32 products need more than one GEMM's bound: the grid path returns None,
+    and product_equals still decides as the oracle (the residues modulo primes)."""
+    gen = np.random.default_rng(5)
+    X, Y = (stored(gen.standard_normal((24, 24)), "float32") for _ in range(2))
+    P = exact_product(X, Y)
+    Z = np.array([[float(v) for v in row] for row in P])
+    assert grid_product_equals(X, Y, Z) is None
+    assert product_equals(X, Y, Z) == equals_oracle(P, Z)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_grid_path_refuses_nan_and_inf(bad: float) -> None:
+    X = np.eye(3)
+    for M in ("X", "Y", "Z"):
+        args = {"X": X.copy(), "Y": X.copy(), "Z": X.copy()}
+        args[M][1, 2] = bad
+        with pytest.raises(AbsorbError, match="NaN or Inf"):
+            product_equals(args["X"], args["Y"], args["Z"])

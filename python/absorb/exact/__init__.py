@@ -16,7 +16,10 @@ rationals; exact input arrives as ``fractions.Fraction`` (or integers, or "p/q" 
 * Products on BLAS: :func:`matmul_mod` multiplies residue matrices modulo a prime p < 2²²
   with float64 GEMMs that are exact (see its docstring), and :func:`product_equals` decides
   X·Y = Z exactly from residues modulo enough primes (proof in its docstring), at the cost
-  of a few float GEMMs of the same size.
+  of a few float GEMMs of the same size. Float input is tried first on row and column grids
+  (:mod:`absorb.exact.grid`): one GEMM of X·Y as given and a few passes over the entries,
+  decisive when each row of X and column of Y needs few bits on its own grid (float16/32
+  weights times a sparse or power-of-two factor) and whenever Z is off the products' grid.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from absorb.errors import AbsorbError
+from absorb.exact.grid import grid_product_equals
 
 __all__ = ["Scaled", "as_fractions", "bilinear_rows", "det", "frobenius_product", "identity",
            "index_set_holds", "integers", "inverse", "json_float", "matmul_mod", "negated",
@@ -500,11 +504,19 @@ def product_equals(X: Any, Y: Any, Z: Any) -> bool:
       otherwise |b·P − a·Nz| ≤ b·max(|P̂ − (a/b)·Nz| + β), about 2⁻⁴³·k·L instead of 2L, so
       the primes need about 43 − log₂k fewer bits (and none when that bound is below 1).
 
+    * Float16/32/64 input first (:func:`absorb.exact.grid.grid_product_equals`): the same
+      error bound on each row's and column's own power-of-two grid, with Z checked to lie on
+      the products' grid (one GEMM; proof in its docstring); what it leaves (None) goes on
+      below.
+
     Cost: the float64 GEMM, then one :func:`matmul_mod` (a float64 GEMM of the same size) per
     prime, about (bits(b) + bx + by + 2·log₂k − 50)/21 primes after the float pass (≈ 2 for
     float32 weights of ordinary spread, instead of 5–6), stopping at the first prime that
     shows a difference. When 2bL < 2⁵³ the float64 GEMM is already exact and decides alone.
     """
+    fast = _grid_decision(X, Y, Z)
+    if fast is not None:
+        return fast
     sx, sy, sz = integers(X), integers(Y), integers(Z)
     if len(sx.shape) != 2 or len(sy.shape) != 2 or sx.shape[1] != sy.shape[0] \
             or sz.shape != (sx.shape[0], sy.shape[1]):
@@ -531,6 +543,21 @@ def product_equals(X: Any, Y: Any, Z: Any) -> bool:
             return True
         need = min(need, bound)
     return _equal_mod_primes(sx, sy, sz, a, b, need)
+
+
+_GEMM_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _grid_decision(X: Any, Y: Any, Z: Any) -> bool | None:
+    """:func:`absorb.exact.grid.grid_product_equals` on float16/32/64 input of valid nonempty
+    shapes (exactly converted to float64), else None."""
+    arrs = [np.asarray(M) for M in (X, Y, Z)]
+    if any(a.dtype not in _GEMM_FLOATS or a.ndim != 2 or a.size == 0 for a in arrs):
+        return None
+    x, y, z = (np.ascontiguousarray(a, dtype=np.float64) for a in arrs)
+    if x.shape[1] != y.shape[0] or z.shape != (x.shape[0], y.shape[1]):
+        return None
+    return grid_product_equals(x, y, z)
 
 
 #: The float pass of :func:`product_equals` runs when every integer matrix is below 2^_FLOAT_BITS
