@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -498,6 +499,38 @@ def test_a_bad_scheduler_is_one_line_without_waiting(address: str, small_model: 
                       timeout=60)
     assert res.code == 2 and res.err.count("\n") == 1, res.err
     assert res.err.startswith(f"error: --scheduler {address}: ") and "Traceback" not in res.err
+
+
+@pytest.mark.parametrize("answer", [b"", b"HTTP/1.0 400 Bad Request\r\n\r\n" * 4])
+def test_a_port_that_is_no_scheduler_is_refused_without_hanging(answer: bytes,
+                                                                small_model: Path,
+                                                                tmp_path: Path) -> None:
+    """A listener that accepts the connection and then stays silent (or answers as a web
+    server would): Dask's client would wait for its handshake forever; refused in one line."""
+    pytest.importorskip("distributed")
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return  # the test closed the server
+            held.append(conn)
+            conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        res = _subprocess(["inspect", str(small_model), *RELU, "--scheduler", address],
+                          tmp_path, timeout=60)
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert res.code == 2 and res.err.count("\n") == 1, res.err
+    assert res.err.startswith(f"error: --scheduler {address}: no Dask scheduler")
 
 
 # ---------------------------------------------------------------- scans that fit on disk
