@@ -181,6 +181,18 @@ def test_a_fifo_is_refused_not_waited_on(name: str, tmp_path: Path,
     assert named.code == 2 and "not a regular file" in named.err, named.err
 
 
+@pytest.mark.parametrize("name", ["model.safetensors.index.json", "config.json"])
+def test_a_folder_where_a_json_file_goes_is_refused(name: str, tmp_path: Path,
+                                                    rng: np.random.Generator,
+                                                    cli: Cli) -> None:
+    """A folder named config.json or *.index.json: one line, exit 2 (it was an internal
+    error, exit 1: IsADirectoryError from opening the folder's descriptor)."""
+    ckpt = tmp_path / "ckpt"
+    write(ckpt, _layers(rng), name="shard.safetensors")
+    (ckpt / name).mkdir()
+    assert "not a regular file" in _one_line_error(cli("inspect", str(ckpt), *RELU))
+
+
 # ---------------------------------------------------------------- inputs: JSON and headers
 
 
