@@ -447,6 +447,11 @@ def _rounding(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def _fifo(entry: Path) -> None:
+    entry.unlink()
+    os.mkfifo(entry)
+
+
 DAMAGE: dict[str, Callable[[Path], None]] = {
     "edited to absorbed": lambda c: [_edit(e, _absorbed) for e in c.glob("*.json")] and None,
     "Y replaced by zeros": _npy_zeros,
@@ -464,6 +469,9 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "another layer's digest": lambda c: [_edit(e, lambda x: {**x, "digest": "0" * 64})
                                          for e in c.glob("*.json")] and None,
     "not JSON": lambda c: [e.write_bytes(b"\xff\x00") for e in c.glob("*.json")] and None,
+    # a read of a FIFO waits for a writer: it hung the scan
+    "a FIFO": lambda c: [_fifo(e) for e in c.glob("*.json")] and None,
+    "Y a FIFO": lambda c: [_fifo(e) for e in c.glob("*.npy")] and None,
 }
 
 
