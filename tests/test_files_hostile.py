@@ -365,6 +365,27 @@ def test_blueprint_never_overwrites_a_users_project(tmp_path: Path, cli: Cli) ->
     assert "\\chapter{Mine}" not in (project / "src" / "content.tex").read_text()
 
 
+@pytest.mark.parametrize("where", ["src/content.tex", ".absorb-blueprint"])
+@pytest.mark.parametrize("what", ["FIFO", "folder"])
+def test_blueprint_over_a_fifo_or_folder_is_refused(where: str, what: str, tmp_path: Path,
+                                                    cli: Cli) -> None:
+    """An earlier blueprint whose source or marker became a FIFO (reading it for its SHA-256
+    hung) or a folder (--force ended in an internal error, exit 1): one line, exit 2 — a
+    FIFO is not absorb's file, a folder is refused even with --force."""
+    out = tmp_path / "bp"
+    args = ("blueprint", "--sources-only", "--out", str(out))
+    assert cli(*args).code == 0
+    (out / where).unlink()
+    if what == "FIFO":
+        os.mkfifo(out / where)
+        _one_line_error(cli(*args))
+        assert cli(*args, "--force").code == 0 and (out / where).is_file()
+    else:
+        (out / where).mkdir()
+        for force in ((), ("--force",)):
+            assert "is a folder" in _one_line_error(cli(*args, *force))
+
+
 def test_blueprint_onto_a_file_is_refused(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "file").write_text("mine")
     for out in (tmp_path / "file", tmp_path / "file" / "bp"):
