@@ -300,6 +300,25 @@ def test_inspect_outputs_are_probed_before_the_work(option: str, small_model: Pa
     assert "name the same path" in _one_line_error(res)
 
 
+@pytest.mark.parametrize("name", ["inspect.json", "summary.html", "summary.png"])
+def test_a_folder_where_a_scan_file_goes_is_refused_before_the_work(
+        name: str, small_model: Path, tmp_path: Path, cli: Cli,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An earlier scan's --out whose inspect.json (or summary) is now a folder: refused up
+    front (it ended, after every layer, in 'internal error: IsADirectoryError', exit 1)."""
+    out = tmp_path / "scan"
+    assert cli("inspect", str(small_model), *RELU, "--out", str(out)).code == 0
+    (out / name).unlink()
+    (out / name / "x").mkdir(parents=True)
+
+    def never(task: object) -> None:
+        raise AssertionError("a layer was decided")
+
+    monkeypatch.setattr(runners, "run_task", never)
+    assert "is a folder" in _one_line_error(cli("inspect", str(small_model), *RELU, "--out",
+                                                str(out)))
+
+
 @pytest.mark.parametrize("option", ["--certificate-out", "--export-lean"])
 def test_check_outputs_are_probed_before_the_work(option: str, tmp_path: Path,
                                                   cli: Cli) -> None:
