@@ -360,6 +360,22 @@ def test_report_out_through_a_dangling_link_is_refused(tmp_path: Path, cli: Cli,
         cli("report", "--out", str(tmp_path / "dangling")))
 
 
+def test_a_folder_where_a_report_file_goes_is_refused_before_the_work(
+        tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An earlier report whose report.json became a folder: refused up front (it ended,
+    after the whole report, in 'internal error: IsADirectoryError', exit 1)."""
+    import absorb.report.write
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report was computed")
+
+    monkeypatch.setattr(absorb.report.write, "build_report", never)
+    out = tmp_path / "rep"
+    (out / "report.json").mkdir(parents=True)
+    (out / absorb.report.write.MARKER).write_text(json.dumps({"files": ["report.json"]}))
+    assert "is a folder" in _one_line_error(cli("report", "--out", str(out)))
+
+
 # ---------------------------------------------------------------- outputs: blueprint
 
 
