@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -180,6 +181,18 @@ def test_a_fifo_is_refused_not_waited_on(name: str, tmp_path: Path,
     assert named.code == 2 and "not a regular file" in named.err, named.err
 
 
+@pytest.mark.parametrize("name", ["model.safetensors.index.json", "config.json"])
+def test_a_folder_where_a_json_file_goes_is_refused(name: str, tmp_path: Path,
+                                                    rng: np.random.Generator,
+                                                    cli: Cli) -> None:
+    """A folder named config.json or *.index.json: one line, exit 2 (it was an internal
+    error, exit 1: IsADirectoryError from opening the folder's descriptor)."""
+    ckpt = tmp_path / "ckpt"
+    write(ckpt, _layers(rng), name="shard.safetensors")
+    (ckpt / name).mkdir()
+    assert "not a regular file" in _one_line_error(cli("inspect", str(ckpt), *RELU))
+
+
 # ---------------------------------------------------------------- inputs: JSON and headers
 
 
@@ -287,6 +300,25 @@ def test_inspect_outputs_are_probed_before_the_work(option: str, small_model: Pa
     assert "name the same path" in _one_line_error(res)
 
 
+@pytest.mark.parametrize("name", ["inspect.json", "summary.html", "summary.png"])
+def test_a_folder_where_a_scan_file_goes_is_refused_before_the_work(
+        name: str, small_model: Path, tmp_path: Path, cli: Cli,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An earlier scan's --out whose inspect.json (or summary) is now a folder: refused up
+    front (it ended, after every layer, in 'internal error: IsADirectoryError', exit 1)."""
+    out = tmp_path / "scan"
+    assert cli("inspect", str(small_model), *RELU, "--out", str(out)).code == 0
+    (out / name).unlink()
+    (out / name / "x").mkdir(parents=True)
+
+    def never(task: object) -> None:
+        raise AssertionError("a layer was decided")
+
+    monkeypatch.setattr(runners, "run_task", never)
+    assert "is a folder" in _one_line_error(cli("inspect", str(small_model), *RELU, "--out",
+                                                str(out)))
+
+
 @pytest.mark.parametrize("option", ["--certificate-out", "--export-lean"])
 def test_check_outputs_are_probed_before_the_work(option: str, tmp_path: Path,
                                                   cli: Cli) -> None:
@@ -328,6 +360,22 @@ def test_report_out_through_a_dangling_link_is_refused(tmp_path: Path, cli: Cli,
         cli("report", "--out", str(tmp_path / "dangling")))
 
 
+def test_a_folder_where_a_report_file_goes_is_refused_before_the_work(
+        tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An earlier report whose report.json became a folder: refused up front (it ended,
+    after the whole report, in 'internal error: IsADirectoryError', exit 1)."""
+    import absorb.report.write
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report was computed")
+
+    monkeypatch.setattr(absorb.report.write, "build_report", never)
+    out = tmp_path / "rep"
+    (out / "report.json").mkdir(parents=True)
+    (out / absorb.report.write.MARKER).write_text(json.dumps({"files": ["report.json"]}))
+    assert "is a folder" in _one_line_error(cli("report", "--out", str(out)))
+
+
 # ---------------------------------------------------------------- outputs: blueprint
 
 
@@ -350,6 +398,27 @@ def test_blueprint_never_overwrites_a_users_project(tmp_path: Path, cli: Cli) ->
     assert (ours / "src" / "content.tex").read_text() == "edited\n"
     assert cli(*args, "--force").code == 0
     assert "\\chapter{Mine}" not in (project / "src" / "content.tex").read_text()
+
+
+@pytest.mark.parametrize("where", ["src/content.tex", ".absorb-blueprint"])
+@pytest.mark.parametrize("what", ["FIFO", "folder"])
+def test_blueprint_over_a_fifo_or_folder_is_refused(where: str, what: str, tmp_path: Path,
+                                                    cli: Cli) -> None:
+    """An earlier blueprint whose source or marker became a FIFO (reading it for its SHA-256
+    hung) or a folder (--force ended in an internal error, exit 1): one line, exit 2 — a
+    FIFO is not absorb's file, a folder is refused even with --force."""
+    out = tmp_path / "bp"
+    args = ("blueprint", "--sources-only", "--out", str(out))
+    assert cli(*args).code == 0
+    (out / where).unlink()
+    if what == "FIFO":
+        os.mkfifo(out / where)
+        _one_line_error(cli(*args))
+        assert cli(*args, "--force").code == 0 and (out / where).is_file()
+    else:
+        (out / where).mkdir()
+        for force in ((), ("--force",)):
+            assert "is a folder" in _one_line_error(cli(*args, *force))
 
 
 def test_blueprint_onto_a_file_is_refused(tmp_path: Path, cli: Cli) -> None:
@@ -434,6 +503,11 @@ def _rounding(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def _fifo(entry: Path) -> None:
+    entry.unlink()
+    os.mkfifo(entry)
+
+
 DAMAGE: dict[str, Callable[[Path], None]] = {
     "edited to absorbed": lambda c: [_edit(e, _absorbed) for e in c.glob("*.json")] and None,
     "Y replaced by zeros": _npy_zeros,
@@ -451,6 +525,9 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "another layer's digest": lambda c: [_edit(e, lambda x: {**x, "digest": "0" * 64})
                                          for e in c.glob("*.json")] and None,
     "not JSON": lambda c: [e.write_bytes(b"\xff\x00") for e in c.glob("*.json")] and None,
+    # a read of a FIFO waits for a writer: it hung the scan
+    "a FIFO": lambda c: [_fifo(e) for e in c.glob("*.json")] and None,
+    "Y a FIFO": lambda c: [_fifo(e) for e in c.glob("*.npy")] and None,
 }
 
 
@@ -498,6 +575,38 @@ def test_a_bad_scheduler_is_one_line_without_waiting(address: str, small_model: 
                       timeout=60)
     assert res.code == 2 and res.err.count("\n") == 1, res.err
     assert res.err.startswith(f"error: --scheduler {address}: ") and "Traceback" not in res.err
+
+
+@pytest.mark.parametrize("answer", [b"", b"HTTP/1.0 400 Bad Request\r\n\r\n" * 4])
+def test_a_port_that_is_no_scheduler_is_refused_without_hanging(answer: bytes,
+                                                                small_model: Path,
+                                                                tmp_path: Path) -> None:
+    """A listener that accepts the connection and then stays silent (or answers as a web
+    server would): Dask's client would wait for its handshake forever; refused in one line."""
+    pytest.importorskip("distributed")
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return  # the test closed the server
+            held.append(conn)
+            conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        res = _subprocess(["inspect", str(small_model), *RELU, "--scheduler", address],
+                          tmp_path, timeout=60)
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert res.code == 2 and res.err.count("\n") == 1, res.err
+    assert res.err.startswith(f"error: --scheduler {address}: no Dask scheduler")
 
 
 # ---------------------------------------------------------------- scans that fit on disk

@@ -192,12 +192,16 @@ SOURCES = ("src/web.tex", "src/plastex.cfg", "src/content.tex")
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The file's SHA-256; "" for anything but a regular file (a FIFO's read would block),
+    which then matches no source absorb wrote."""
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
 def _written(out: Path) -> dict[str, str]:
     """The sources the marker says absorb wrote into ``out`` and their SHA-256 (empty when
     there is no readable marker)."""
+    if not (out / MARKER).is_file():  # absent, or a FIFO whose read would block
+        return {}
     try:
         files = json.loads((out / MARKER).read_text(encoding="utf-8"))["files"]
         return {str(k): str(v) for k, v in files.items()}
@@ -211,6 +215,10 @@ def check_out(out: Path, force: bool) -> Path:
     wrote unchanged; ``force`` allows overwriting anything else. AbsorbError otherwise,
     before any work."""
     ensure_writable_folder(out)
+    for name in (*SOURCES, MARKER):  # not even --force writes a file over a folder
+        if (out / name).is_dir():
+            raise AbsorbError(f"{out / name} is a folder where absorb blueprint writes a "
+                              "file; move it away (nothing was written)")
     if force or not out.is_dir() or not any(out.iterdir()):
         return out
     written = _written(out)

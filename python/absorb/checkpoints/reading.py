@@ -68,10 +68,11 @@ def _read_json(path: Path, what: str) -> Any:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise AbsorbError(f"{path}: not a readable {what} ({exc.strerror or exc})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a folder's descriptor
+        os.close(fd)
+        raise AbsorbError(f"{path}: not a regular file; refused")
     with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise AbsorbError(f"{path}: not a regular file; refused")
         if info.st_size > MAX_JSON_BYTES:
             raise AbsorbError(f"{path}: {info.st_size} bytes, more than a {what} can need "
                               f"({MAX_JSON_BYTES}); refused")

@@ -37,7 +37,12 @@ def _previous_files(out: Path) -> list[str]:
             files = json.loads(marker.read_text(encoding="utf-8"))["files"]
         except (json.JSONDecodeError, KeyError, TypeError, OSError):
             raise AbsorbError(f"{marker}: unreadable report marker; move the folder away") from None
-        return [str(f) for f in files if isinstance(f, str) and "/" not in f]
+        previous = [str(f) for f in files if isinstance(f, str) and "/" not in f]
+        for name in {*previous, "report.json", "report.md", "index.html"}:
+            if (out / name).is_dir():  # a file cannot replace it: refused before the work
+                raise AbsorbError(f"{out / name} is a folder where the report writes a file; "
+                                  "move it away (nothing was computed or written)")
+        return previous
     if any(out.iterdir()):
         raise AbsorbError(f"{out} is not empty and holds no previous report; choose another --out")
     return []

@@ -73,6 +73,8 @@ class LayerCache:
         weights."""
         file = self.folder / f"{key}.json"
         try:
+            if not file.is_file():  # absent, or a FIFO or device, whose read would block
+                return None
             entry = json.loads(file.read_text(encoding="utf-8"))
             if not (isinstance(entry, dict) and entry.get("version") == __version__
                     and entry.get("key") == key and entry.get("digest") == digest
@@ -112,6 +114,8 @@ class LayerCache:
                     return RationalMatrix([[Fraction(v) for v in row] for row in obj["rows"]],
                                           None)
                 name = Path(str(obj[MATRIX])).name  # a file of this folder, nowhere else
+                if not (self.folder / name).is_file():  # a FIFO's read would block
+                    raise ValueError(f"{name}: not a regular file")
                 values = np.load(self.folder / name, allow_pickle=False)
                 if values.dtype != np.float64 or values.ndim != 2:
                     raise ValueError(f"{name}: not a float64 matrix")

@@ -73,6 +73,32 @@ def check_scheduler(address: str) -> None:
     except OSError as exc:
         raise AbsorbError(f"--scheduler {address}: cannot connect "
                           f"({exc.strerror or type(exc).__name__})") from None
+    _check_handshake(address)
+
+
+def _check_handshake(address: str) -> None:
+    """Dask's handshake with ``address``, within :data:`CONNECT_SECONDS`: a port that accepts
+    connections but is no Dask scheduler (a web server, a silent listener) is refused here,
+    because Dask's client waits for that handshake with no timeout (``Client(timeout=…)``
+    does not bound it) and would hang the scan."""
+    import asyncio
+
+    import distributed
+
+    dask: Any = distributed  # untyped library: its entry points are used through Any
+
+    async def probe() -> None:
+        args = dask.Security().get_connection_args("client")  # TLS settings as the Client's
+        comm = await asyncio.wait_for(dask.comm.connect(address, timeout=CONNECT_SECONDS,
+                                                        **args), CONNECT_SECONDS)
+        await comm.close()
+
+    try:
+        asyncio.run(probe())
+    except Exception as exc:  # whatever a non-scheduler answers (garbage, silence) refuses
+        why = " ".join(str(exc).split())[:200] or f"no answer within {CONNECT_SECONDS:g} s"
+        raise AbsorbError(f"--scheduler {address}: no Dask scheduler answers there "
+                          f"({type(exc).__name__}: {why})") from None
 
 
 class Runner:

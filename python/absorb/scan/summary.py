@@ -53,6 +53,10 @@ def check_out(folder: str | Path) -> Path:
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
         raise AbsorbError(f"--out {out}: the folder holds other files and no earlier scan "
                           f"({MARKER}); choose a new or empty folder (nothing was written)")
+    for name in FILES:  # a file cannot replace a folder: refused now, not after the scan
+        if (out / name).is_dir():
+            raise AbsorbError(f"--out {out / name} is a folder where the scan writes a file; "
+                              "move it away (nothing was computed or written)")
     return out
 
 
