@@ -147,6 +147,7 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
                    file=sys.stderr)
         todo = math.fsum(costs[i].flops for i in pending) or 1.0
         left_flops, done_predicted, done_measured = todo, 0.0, 0.0
+        remaining = len(pending)
         try:
             for j, outcome in runner.run([tasks[i] for i in pending]):
                 i = pending[j]
@@ -154,10 +155,13 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
                     cache.put(keys[i], tasks[i].digest, outcome)  # first: the work is saved
                 finish(i, outcome, False)
                 left_flops -= costs[i].flops
+                remaining -= 1
                 done_predicted += costs[i].at(rate)
                 done_measured += outcome.seconds
                 ratio = done_measured / done_predicted if done_predicted > 0 else 1.0
-                left = scan_plan.wall_seconds * max(left_flops, 0.0) / todo * ratio
+                # the subtractions leave round-off (8.8e-16 s) once every layer is done
+                left = (scan_plan.wall_seconds * max(left_flops, 0.0) / todo * ratio
+                        if remaining else 0.0)
                 # the layer's name and its count change together, then one forced redraw:
                 # update() alone may skip its redraw (tqdm's minimum interval), which left the
                 # bar showing a layer's name beside the count from before it
