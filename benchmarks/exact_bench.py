@@ -24,7 +24,6 @@ Also a section of ``benchmarks/run.py`` (``bench_exact``).
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import statistics
@@ -32,7 +31,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,7 +44,7 @@ from absorb.certificates.enumeration import (
 from absorb.certificates.index_set_search import plan_exact_search
 from absorb.checkpoints import matmul_rate
 from absorb.exact import as_fractions, integers, primes_below, product_equals
-from tables import Table
+from tables import Table, section_main
 
 
 def _once(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -298,15 +296,7 @@ def bench_exact(quick: bool) -> Section:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes")
-    ap.add_argument("--markdown", type=Path, help="also write the section's markdown here")
-    args = ap.parse_args(argv)
-    section = bench_exact(args.quick)
-    print(section.text())
-    if args.markdown is not None:
-        args.markdown.write_text(section.markdown(), encoding="utf-8")
-    return 0
+    return section_main(__doc__ or "", bench_exact, argv)
 
 
 if __name__ == "__main__":

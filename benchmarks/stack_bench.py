@@ -14,10 +14,8 @@ so the budget can be read against what it would cost.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +24,7 @@ from absorb.experiments.depth_injective import dyadic_block
 from absorb.stacks import decide_stack
 from absorb.stacks.kinks import MAX_SECTORS, predicted_sectors
 from absorb.stacks.pieces import MAX_POINTS, analyse_depth_two, predicted_points
-from tables import Table
+from tables import Table, section_main
 
 
 def _once(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -72,15 +70,7 @@ def stack_table(quick: bool) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes")
-    ap.add_argument("--markdown", type=Path, help="also write the table's markdown here")
-    args = ap.parse_args(argv)
-    table = stack_table(args.quick)
-    print(table.text())
-    if args.markdown is not None:
-        args.markdown.write_text(table.markdown(), encoding="utf-8")
-    return 0
+    return section_main(__doc__ or "", stack_table, argv)
 
 
 if __name__ == "__main__":
