@@ -220,11 +220,11 @@ def test_exact_relaxation_residual_is_its_definition_on_huge_integers() -> None:
                    Fraction(0)) == 0 for i in range(7))
 
 
-def test_an_exact_relaxation_beyond_its_budget_is_refused_before_any_work(
+def test_an_exact_relaxation_beyond_its_budget_is_skipped_before_any_work(
         cli: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """d = 48, n = 192 with int64 entries near 2^62: predicted far beyond the limit, so
-    ``absorb check`` refuses in one line naming the prediction, and never eliminates (nor
-    forms G: the Gram products are patched to fail too)."""
+    ``absorb check`` answers undetermined, naming the skipped step and its prediction, and
+    never eliminates (the elimination is patched to fail)."""
     W_up, W_down = near_2_62_block(48, 192)
     np.savez(tmp_path / "w.npz", W_up=W_up, W_down=W_down)
 
@@ -234,15 +234,36 @@ def test_an_exact_relaxation_beyond_its_budget_is_refused_before_any_work(
     monkeypatch.setattr(exact_module, "_bareiss_forward", never)
     monkeypatch.setattr(real_relaxation, "rref", never)
     res = cli("check", "--activation", "relu", "--weights", str(tmp_path / "w.npz"),
-              "--no-search")
-    assert res.code == 2, res.err
-    lines = res.err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in res.err
-    assert "exact relaxation" in lines[0] and "d=48, n=192" in lines[0]
+              "--no-search", "--json")
+    assert res.code == 0, res.err
+    verdict = res.json()
+    assert verdict["verdict"] == "undetermined"
     predicted = real_relaxation.exact_relaxation_seconds(prepare(as_fractions(W_up),
                                                                  as_fractions(W_down), None))
     assert predicted > real_relaxation.EXACT_RELAXATION_MAX_SECONDS
-    assert human_seconds(predicted) in lines[0]
+    reason = str(verdict["reason"])
+    assert "exact relaxation" in reason and human_seconds(predicted) in reason
+
+
+def test_a_skipped_exact_relaxation_leaves_only_checks_that_need_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the relaxation's limit below every prediction, the exact search claims nothing
+    that needed it: a planted exact S is not reported (status limit, no relaxation), while
+    A = 0 (S = ∅) and rank A = 3 > n = 2 are still decided exactly."""
+    monkeypatch.setattr(real_relaxation, "EXACT_RELAXATION_MAX_SECONDS", 0.0)
+    W_up = as_fractions(np.array([[1, 0], [0, 1]]))
+    W_down = as_fractions(-np.eye(2, dtype=int))
+    planted_res = find_index_set(W_up, W_down)
+    assert planted_res.status == "limit" and planted_res.relaxation is None
+    assert "predicted to take" in planted_res.detail
+    assert planted_res.to_json()["relaxation"] is None
+    zero = find_index_set(W_up, W_down, as_fractions(np.zeros((2, 2), dtype=int)))
+    assert zero.status == "found" and zero.S == ()
+    rank_res = find_index_set(as_fractions(np.ones((2, 3), dtype=int)),
+                              as_fractions(np.ones((3, 2), dtype=int)))
+    assert rank_res.status == "none" and rank_res.method == "rank" and rank_res.exact
+    with pytest.raises(AbsorbError, match="predicted to take"):
+        relaxation(W_up, W_down)
 
 
 def test_the_exact_relaxation_budget_is_the_boundary(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,7 +36,8 @@ from absorb.errors import AbsorbError
 from absorb.exact import json_float, rref, rref_seconds, safe_float
 
 __all__ = ["EXACT_RELAXATION_MAX_SECONDS", "GRAM_BLOCK_BYTES", "Relaxation",
-           "exact_relaxation_seconds", "gram", "relaxation", "relaxation_cost"]
+           "exact_relaxation_refusal", "exact_relaxation_seconds", "gram", "relaxation",
+           "relaxation_cost"]
 
 #: Temporaries of one row block of the Gram products stay below this many bytes.
 GRAM_BLOCK_BYTES = 64 << 20
@@ -317,22 +318,25 @@ def exact_relaxation_seconds(w: Weights) -> float:
     return fraction_ops * _FRACTION_OP_SECONDS + rref_seconds(n, n + 1, _gram_bits(w))
 
 
-def require_exact_relaxation(w: Weights) -> None:
-    """Refuse (:class:`AbsorbError`, one line) a block whose exact relaxation is predicted to
-    take longer than EXACT_RELAXATION_MAX_SECONDS, before anything is computed."""
+def exact_relaxation_refusal(w: Weights) -> str | None:
+    """Why the exact relaxation of ``w`` is not run — its predicted time exceeds
+    EXACT_RELAXATION_MAX_SECONDS (one line, naming the prediction) — or None when it may run.
+    Computed from the sizes and bit sizes alone, before anything else."""
     seconds = exact_relaxation_seconds(w)
-    if seconds > EXACT_RELAXATION_MAX_SECONDS:
-        raise AbsorbError(
-            f"the exact relaxation of this block (d={w.d}, n={w.n}, Gram entries of about "
+    if seconds <= EXACT_RELAXATION_MAX_SECONDS:
+        return None
+    return (f"the exact relaxation of this block (d={w.d}, n={w.n}, Gram entries of about "
             f"{_gram_bits(w)} bits) is predicted to take {human_seconds(seconds)} of exact "
-            f"arithmetic; the limit is "
-            f"{human_seconds(EXACT_RELAXATION_MAX_SECONDS)} (nothing was computed)")
+            f"arithmetic; the limit is {human_seconds(EXACT_RELAXATION_MAX_SECONDS)} "
+            "(nothing was computed)")
 
 
 def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
     """The relaxation over ℚ: exact rank, exact r², exact residual matrix R. Refused up front
-    beyond EXACT_RELAXATION_MAX_SECONDS of predicted work (:func:`require_exact_relaxation`)."""
-    require_exact_relaxation(w)
+    beyond EXACT_RELAXATION_MAX_SECONDS of predicted work (:func:`exact_relaxation_refusal`)."""
+    refusal = exact_relaxation_refusal(w)
+    if refusal is not None:
+        raise AbsorbError(refusal)
     Wu, Wd, A = w.W_up, w.W_down, w.A
     n = w.n
     G = (Wd.T @ Wd) * (Wu @ Wu.T)
