@@ -10,13 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from absorb import exact as exact_module
+from absorb.budget import human_seconds
 from absorb.certificates import (
     brute_force_index_set,
     check_dual,
     find_index_set,
     index_set_residual,
+    real_relaxation,
     relaxation,
 )
+from absorb.certificates.prepared import prepare
 from absorb.errors import AbsorbError
 
 
@@ -184,6 +188,99 @@ def test_exact_relaxation_residual_matches_float() -> None:
     assert float(ex.residual_exact) == pytest.approx(fl.residual, rel=1e-9)
     assert ex.rank == fl.rank
     np.testing.assert_allclose(ex.s, fl.s, atol=1e-9)
+
+
+def near_2_62_block(d: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """int64 weights spread over ±2^62: 260-bit Gram entries, the worst exact elimination."""
+    rng = np.random.default_rng(seed)
+    hi = 1 << 62
+    return (rng.integers(-hi, hi, size=(n, d), dtype=np.int64),
+            rng.integers(-hi, hi, size=(d, n), dtype=np.int64))
+
+
+def test_exact_relaxation_residual_is_its_definition_on_huge_integers() -> None:
+    """r² and R from the integer elimination are ‖W_down diag(s) W_up + I‖² and that matrix at
+    the exact solution s of G s = −c, recomputed here term by term over Fractions."""
+    W_up, W_down = near_2_62_block(3, 7)
+    Wu, Wd = as_fractions(W_up), as_fractions(W_down)
+    rel = relaxation(Wu, Wd)
+    G = (Wd.T @ Wd) * (Wu @ Wu.T)
+    c = np.array([sum((Wd[k, i] * Wu[i, k] for k in range(3)), Fraction(0)) for i in range(7)])
+    s = np.linalg.solve(G.astype(float), -c.astype(float))  # unique: rank 7 ≤ d² = 9
+    assert rel.unique and rel.rank == 7
+    np.testing.assert_allclose(rel.s, s, rtol=1e-6)
+    R = np.array([[sum((Wd[a, i] * Fraction(rel.s[i]) * Wu[i, b] for i in range(7)),
+                       Fraction(int(a == b))) for b in range(3)] for a in range(3)])
+    assert rel.residual_exact is not None and rel.residual_exact > 0
+    assert rel.residual_exact == sum((v * v for v in rel.R.ravel()), Fraction(0))
+    # the exact R and the one at the float s agree to float accuracy
+    np.testing.assert_allclose(rel.R.astype(float), R.astype(float), rtol=1e-6, atol=1e-6)
+    # and R is orthogonal to every vec(a_i b_iᵀ): ⟨R, a_i b_iᵀ⟩ = 0 exactly (normal equations)
+    assert all(sum((Wd[a, i] * rel.R[a, b] * Wu[i, b] for a in range(3) for b in range(3)),
+                   Fraction(0)) == 0 for i in range(7))
+
+
+def test_an_exact_relaxation_beyond_its_budget_is_skipped_before_any_work(
+        cli: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """d = 48, n = 192 with int64 entries near 2^62: predicted far beyond the limit, so
+    ``absorb check`` answers undetermined, naming the skipped step and its prediction, and
+    never eliminates (the elimination is patched to fail)."""
+    W_up, W_down = near_2_62_block(48, 192)
+    np.savez(tmp_path / "w.npz", W_up=W_up, W_down=W_down)
+
+    def never(*_: object) -> None:
+        raise AssertionError("the elimination ran beyond the budget")
+
+    monkeypatch.setattr(exact_module, "_bareiss_forward", never)
+    monkeypatch.setattr(real_relaxation, "rref", never)
+    res = cli("check", "--activation", "relu", "--weights", str(tmp_path / "w.npz"),
+              "--no-search", "--json")
+    assert res.code == 0, res.err
+    verdict = res.json()
+    assert verdict["verdict"] == "undetermined"
+    predicted = real_relaxation.exact_relaxation_seconds(prepare(as_fractions(W_up),
+                                                                 as_fractions(W_down), None))
+    assert predicted > real_relaxation.EXACT_RELAXATION_MAX_SECONDS
+    reason = str(verdict["reason"])
+    assert "exact relaxation" in reason and human_seconds(predicted) in reason
+
+
+def test_a_skipped_exact_relaxation_leaves_only_checks_that_need_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the relaxation's limit below every prediction, the exact search claims nothing
+    that needed it: a planted exact S is not reported (status limit, no relaxation), while
+    A = 0 (S = ∅) and rank A = 3 > n = 2 are still decided exactly."""
+    monkeypatch.setattr(real_relaxation, "EXACT_RELAXATION_MAX_SECONDS", 0.0)
+    W_up = as_fractions(np.array([[1, 0], [0, 1]]))
+    W_down = as_fractions(-np.eye(2, dtype=int))
+    planted_res = find_index_set(W_up, W_down)
+    assert planted_res.status == "limit" and planted_res.relaxation is None
+    assert "predicted to take" in planted_res.detail
+    assert planted_res.to_json()["relaxation"] is None
+    zero = find_index_set(W_up, W_down, as_fractions(np.zeros((2, 2), dtype=int)))
+    assert zero.status == "found" and zero.S == ()
+    rank_res = find_index_set(as_fractions(np.ones((2, 3), dtype=int)),
+                              as_fractions(np.ones((3, 2), dtype=int)))
+    assert rank_res.status == "none" and rank_res.method == "rank" and rank_res.exact
+    with pytest.raises(AbsorbError, match="predicted to take"):
+        relaxation(W_up, W_down)
+
+
+def test_the_exact_relaxation_budget_is_the_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block runs when its prediction is within the limit and is refused when the limit is
+    set just below it; the prediction grows with n and with the entries' bits."""
+    W_up, W_down = near_2_62_block(2, 5)
+    w = prepare(as_fractions(W_up), as_fractions(W_down), None)
+    predicted = real_relaxation.exact_relaxation_seconds(w)
+    monkeypatch.setattr(real_relaxation, "EXACT_RELAXATION_MAX_SECONDS", predicted)
+    assert relaxation(w.W_up, w.W_down).residual_exact is not None
+    monkeypatch.setattr(real_relaxation, "EXACT_RELAXATION_MAX_SECONDS", predicted * 0.99)
+    with pytest.raises(AbsorbError, match="predicted to take"):
+        relaxation(w.W_up, w.W_down)
+    small = prepare(as_fractions(W_up % 8), as_fractions(W_down % 8), None)
+    wider = prepare(*(as_fractions(M) for M in near_2_62_block(2, 6)), None)
+    assert real_relaxation.exact_relaxation_seconds(small) < predicted
+    assert real_relaxation.exact_relaxation_seconds(wider) > predicted
 
 
 def test_exact_large_rationals_beyond_int64() -> None:

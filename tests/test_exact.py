@@ -254,6 +254,55 @@ def test_rank_matches_rational_elimination(r: int, c: int, data: st.DataObject) 
     assert rank(M) == len(rref([list(row) for row in M])[1])
 
 
+def gauss_jordan(M: list[list[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:
+    """The textbook reduced row echelon form over Fractions (first nonzero entry as pivot)."""
+    M = [list(row) for row in M]
+    pivots: list[int] = []
+    r = 0
+    for col in range(len(M[0]) if M else 0):
+        piv = next((i for i in range(r, len(M)) if M[i][col] != 0), None)
+        if piv is None:
+            continue
+        M[r], M[piv] = M[piv], M[r]
+        M[r] = [v / M[r][col] for v in M[r]]
+        for i in range(len(M)):
+            if i != r:
+                M[i] = [a - M[i][col] * b for a, b in zip(M[i], M[r], strict=True)]
+        pivots.append(col)
+        r += 1
+        if r == len(M):
+            break
+    return M, pivots
+
+
+@st.composite
+def rational_matrices(draw: st.DrawFn) -> list[list[Fraction]]:
+    """Rational matrices with huge or tiny entries, zero rows and columns, dependent rows."""
+    r, c = draw(st.integers(1, 7)), draw(st.integers(1, 7))
+    big = draw(st.sampled_from([1, 1 << 62, 1 << 300]))
+    vals = st.builds(Fraction, st.integers(-big, big), st.integers(1, draw(st.sampled_from(
+        [1, 9, 1 << 70]))))
+    M = [[draw(vals) for _ in range(c)] for _ in range(r)]
+    for i in draw(st.lists(st.integers(0, r - 1), max_size=2)):
+        M[i] = [Fraction(0)] * c
+    for j in draw(st.lists(st.integers(0, c - 1), max_size=2)):
+        for row in M:
+            row[j] = Fraction(0)
+    if r >= 2 and draw(st.booleans()):
+        k = draw(st.builds(Fraction, st.integers(-big, big), st.integers(1, 5)))
+        M[r - 1] = [k * a + b for a, b in zip(M[0], M[r // 2], strict=True)]
+    return M
+
+
+@settings(max_examples=150 * SCALE, deadline=None)
+@given(rational_matrices())
+def test_rref_matches_rational_gauss_jordan(M: list[list[Fraction]]) -> None:
+    want = gauss_jordan(M)
+    got = rref([list(row) for row in M])
+    assert got == want
+    assert all(isinstance(v, Fraction) for row in got[0] for v in row)
+
+
 def leibniz(M: Any) -> Fraction:
     """det M by the Leibniz formula (sum over permutations): independent of any elimination."""
     size = M.shape[0]

@@ -454,7 +454,7 @@ def _text_lines(r: Mapping[str, Any], subject: Subject) -> list[str]:
         lines.append(f"exact check over Q at {r['exact_check']['points']} points: "
                      + ("equal" if r["exact_check"]["equal"] else "NOT equal"))
     cert = r.get("certificate") or {}
-    if "relaxation_residual" in cert:
+    if cert.get("relaxation_residual") is not None:  # None: the relaxation was not run
         lines.append(f"certificate: relaxation residual r^2 = {cert['relaxation_residual']:.6g} "
                      f"({cert['method']}, {'exact' if cert['exact'] else 'floating point'}); "
                      f"{cert['detail']}")

@@ -65,6 +65,7 @@ from absorb.certificates.real_relaxation import (
     Relaxation,
     eigenpairs,
     exact_relaxation,
+    exact_relaxation_refusal,
     float_relaxation,
 )
 from absorb.certificates.recheck import check_index_set
@@ -141,13 +142,16 @@ class IndexSetSearch:
     ``exact``: the status holds exactly on the stored values — ``found``: S meets the condition
     exactly (not only within the tolerance); ``none``: no S meets it exactly (for float input,
     also none within the tolerance). False: the status is relative to the float tolerance.
+    ``relaxation`` is None when the exact relaxation was not run, its predicted time beyond
+    its limit (:func:`.real_relaxation.exact_relaxation_refusal`): then the status is
+    ``limit`` with that reason, or comes from a check that needs no relaxation.
     """
 
     status: Status
     S: tuple[int, ...] | None
     method: str
     exact: bool
-    relaxation: Relaxation
+    relaxation: Relaxation | None
     detail: str
     dual: DualCertificate | None = None
     plan: SearchPlan | None = None
@@ -160,7 +164,7 @@ class IndexSetSearch:
             "S": None if self.S is None else list(self.S),
             "method": self.method,
             "exact": self.exact,
-            "relaxation": self.relaxation.to_json(),
+            "relaxation": None if self.relaxation is None else self.relaxation.to_json(),
             "detail": self.detail,
             "dual": None if self.dual is None else self.dual.to_json(),
             "plan": None if self.plan is None else self.plan.to_json(),
@@ -360,6 +364,12 @@ def _lp_certificate(w: Weights, run: bool) -> tuple[DualCertificate | None, str]
 
 def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool,
                 seed: int) -> IndexSetSearch:
+    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()))
+    refusal = exact_relaxation_refusal(w)
+    if refusal is not None:
+        # every later step needs the relaxation's exact system: none of them runs
+        verdict = early or ("limit", None, "exact-relaxation", refusal)
+        return IndexSetSearch(*verdict[:3], True, None, verdict[3], seed=seed)
     rel, sysm = exact_relaxation(w)
     notes: list[str] = []
 
@@ -369,7 +379,6 @@ def _find_exact(w: Weights, max_enumeration: int, method: Method, dual: bool,
         return IndexSetSearch(status, S, how, True, rel, detail, cert, plan, tuple(notes),
                               seed)
 
-    early = _skip_verdict(w, all(v == 0 for v in w.A.ravel()))
     if early is not None:
         return out(*early)
     if rel.residual_exact != 0:

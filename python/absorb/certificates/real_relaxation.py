@@ -20,6 +20,7 @@ triangle and the diagonal and leave the other triangle as it is, from which G is
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -28,18 +29,28 @@ import numpy as np
 import scipy.linalg as sla
 
 from absorb.blocks import Array as FloatArray
-from absorb.budget import FLOAT_BYTES, Cost
+from absorb.budget import FLOAT_BYTES, Cost, human_seconds
 from absorb.certificates import devices
 from absorb.certificates.prepared import Weights, prepare
-from absorb.exact import json_float, rref, safe_float
+from absorb.errors import AbsorbError
+from absorb.exact import json_float, rref, rref_seconds, safe_float
 
-__all__ = ["GRAM_BLOCK_BYTES", "Relaxation", "gram", "relaxation", "relaxation_cost"]
+__all__ = ["EXACT_RELAXATION_MAX_SECONDS", "GRAM_BLOCK_BYTES", "Relaxation",
+           "exact_relaxation_refusal", "exact_relaxation_seconds", "gram", "relaxation",
+           "relaxation_cost"]
 
 #: Temporaries of one row block of the Gram products stay below this many bytes.
 GRAM_BLOCK_BYTES = 64 << 20
 #: Rows of a tile of :func:`mirror_lower`: small transposed copies stay in cache (the diagonal
 #: blocks of an n = 4096 Gram matrix took 6 ms, against 40 ms as one fancy-indexed copy each).
 MIRROR_TILE = 64
+#: The exact relaxation is refused up front beyond this predicted time (as long as the exact
+#: meet-in-the-middle may run): its elimination grows like n⁵·bits², from 6 s at n = 64 to
+#: about half an hour at n = 192 for 260-bit Gram entries.
+EXACT_RELAXATION_MAX_SECONDS = 120.0
+#: Measured time of one Fraction multiply-add on small numerators and denominators (the Gram
+#: products and the residual matrix over ℚ).
+_FRACTION_OP_SECONDS = 3e-6
 
 
 @dataclass(frozen=True)
@@ -285,8 +296,47 @@ class ExactSystem:
     particular: list[Fraction]
 
 
+def _gram_bits(w: Weights) -> int:
+    """The bit size of G's and c's entries predicted from the weights': an entry of W_downᵀW_down
+    or W_up W_upᵀ is a sum of d products of two weights, and G's entries are products of two of
+    those (c's: a_iᵀ A b_i, alike). A weight p/q counts bits(p) + bits(q), what scaling a row
+    to integers may cost it."""
+    def size(M: Any) -> int:
+        return max((v.numerator.bit_length() + v.denominator.bit_length() for v in M.ravel()),
+                   default=0)
+
+    bw = max(size(w.W_up), size(w.W_down), size(w.A))
+    return 2 * (2 * bw + max(1, w.d - 1).bit_length())
+
+
+def exact_relaxation_seconds(w: Weights) -> float:
+    """Predicted time of :func:`exact_relaxation` from the sizes and the weights' bit sizes:
+    the Gram products and the residual matrix over ℚ (2n²d + 2nd² Fraction multiply-adds) and
+    the elimination of the n×(n+1) system [G | −c] (:func:`absorb.exact.rref_seconds`)."""
+    n, d = w.n, w.d
+    fraction_ops = 2.0 * n * n * d + 2.0 * n * d * d
+    return fraction_ops * _FRACTION_OP_SECONDS + rref_seconds(n, n + 1, _gram_bits(w))
+
+
+def exact_relaxation_refusal(w: Weights) -> str | None:
+    """Why the exact relaxation of ``w`` is not run — its predicted time exceeds
+    EXACT_RELAXATION_MAX_SECONDS (one line, naming the prediction) — or None when it may run.
+    Computed from the sizes and bit sizes alone, before anything else."""
+    seconds = exact_relaxation_seconds(w)
+    if seconds <= EXACT_RELAXATION_MAX_SECONDS:
+        return None
+    return (f"the exact relaxation of this block (d={w.d}, n={w.n}, Gram entries of about "
+            f"{_gram_bits(w)} bits) is predicted to take {human_seconds(seconds)} of exact "
+            f"arithmetic; the limit is {human_seconds(EXACT_RELAXATION_MAX_SECONDS)} "
+            "(nothing was computed)")
+
+
 def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
-    """The relaxation over ℚ: exact rank, exact r², exact residual matrix R."""
+    """The relaxation over ℚ: exact rank, exact r², exact residual matrix R. Refused up front
+    beyond EXACT_RELAXATION_MAX_SECONDS of predicted work (:func:`exact_relaxation_refusal`)."""
+    refusal = exact_relaxation_refusal(w)
+    if refusal is not None:
+        raise AbsorbError(refusal)
     Wu, Wd, A = w.W_up, w.W_down, w.A
     n = w.n
     G = (Wd.T @ Wd) * (Wu @ Wu.T)
@@ -309,13 +359,21 @@ def exact_relaxation(w: Weights) -> tuple[Relaxation, ExactSystem]:
     # exact projection costs far more than the elimination itself
     s_min = (np.array([safe_float(v) for v in p]) if rank == n
              else _exact_min_norm(G, c, rank))
-    # R is the same at every solution (K s is the projection of −vec A); use p
-    p_arr = np.array(p, dtype=object)
-    R = Wd @ (p_arr[:, None] * Wu) + A
     rel = Relaxation(residual=safe_float(r2), residual_exact=r2,
                      s=s_min, rank=rank, unique=rank == n,
-                     tolerance=None, R=R)
+                     tolerance=None, R=_residual_at(w, p))
     return rel, ExactSystem(rows, rhs, pivots, p)
+
+
+def _residual_at(w: Weights, p: list[Fraction]) -> Any:
+    """R = W_down diag(p) W_up + A over ℚ (the same at every solution p: K p is the projection
+    of −vec A). p's entries share one huge denominator L (the pivot minor): the product is
+    formed with the integers L·p and divided by L once per entry, not once per term (a gcd of
+    L-sized numbers in every Fraction addition took 5 s of 6 at d = 16, n = 64)."""
+    L = math.lcm(*(v.denominator for v in p))
+    scaled = np.array([v.numerator * (L // v.denominator) for v in p], dtype=object)
+    R: Any = w.W_down @ (scaled[:, None] * w.W_up) / L + w.A
+    return R
 
 
 def _exact_min_norm(G: Any, c: Any, rank: int) -> FloatArray:

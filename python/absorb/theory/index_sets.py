@@ -189,8 +189,9 @@ def _distance(result: certificates.IndexSetSearch, A: Any, d: int) -> tuple[floa
     if a2 == 0:
         return None, "A = 0"
     try:
-        if result.relaxation.residual_exact is not None:
-            return (math.sqrt(float(result.relaxation.residual_exact / a2)) * _SAFE,
+        rel = result.relaxation
+        if rel is not None and rel.residual_exact is not None:
+            return (math.sqrt(float(rel.residual_exact / a2)) * _SAFE,
                     "exact relaxation: r / |A|_F")
     except (OverflowError, ValueError):  # beyond float range: no bound is stated
         return None, "beyond float range"
@@ -221,15 +222,15 @@ def _certificate(result: certificates.IndexSetSearch, A: Any, d: int) -> dict[st
     rel = result.relaxation
     distance, source = _distance(result, A, d)
     return {
-        "relaxation_residual": rel.residual,
-        "relaxation_residual_exact": (None if rel.residual_exact is None
+        "relaxation_residual": None if rel is None else rel.residual,
+        "relaxation_residual_exact": (None if rel is None or rel.residual_exact is None
                                       else rational_text(rel.residual_exact)),
         "distance": distance,
         "distance_source": source,
         "distance_note": "a proven lower bound: every index set S has "
                          "||W_down[:,S] W_up[S,:] + A||_F >= distance * ||A||_F",
-        "gram_rank": rel.rank,
-        "tolerance": rel.tolerance,
+        "gram_rank": None if rel is None else rel.rank,
+        "tolerance": None if rel is None else rel.tolerance,
         "method": result.method,
         "exact": result.exact,
         "detail": result.detail,
