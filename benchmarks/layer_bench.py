@@ -162,7 +162,7 @@ def layer_table(quick: bool, repeat: int) -> Table:
     return table
 
 
-def check_section(quick: bool) -> Table:
+def check_section() -> Table:
     """The exact check against one GEMM at d = 512 (and 1024)."""
     header, rows, notes = check_table(quick=True)
     return Table("Exact check of an index set against one float64 GEMM (pairs interleaved)",
@@ -173,7 +173,7 @@ def bench_layers(quick: bool, repeat: int = 3) -> Section:
     """The three tables as one section of benchmarks/run.py."""
     small, large = ((32, 128), (128, 512)) if quick else ((64, 256), (256, 1024))
     return Section([layer_table(quick, repeat), bench_scan(quick, True, small),
-                    bench_scan(quick, True, large), check_section(quick)])
+                    bench_scan(quick, True, large), check_section()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -123,9 +123,11 @@ class Block:
     @cached_property
     def rational(self) -> dict[str, Any]:
         """Every array as stored over ℚ (Fraction arrays; a float is its dyadic value), the
-        identity skip written out as ``A_skip``; None where absent. Converted once."""
-        out = {key: None if value is None else as_fractions(value)
-               for key, value in self.stored.items()}
+        identity skip written out as ``A_skip``; None where absent. Converted once: for exact
+        input :attr:`stored` already holds Fractions."""
+        out = dict(self.stored) if self.exact is not None else {
+            key: None if value is None else as_fractions(value)
+            for key, value in self.stored.items()}
         if out["A_skip"] is None:
             out["A_skip"] = identity(self.d)
         return out
