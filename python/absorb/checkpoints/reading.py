@@ -149,15 +149,14 @@ class Checkpoint:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.files = _shard_files(self.path)
+        index = _index(self.path)
+        # the index is read (and its shards confined) once: the files are its weight map's
+        self._where: dict[str, Path] = {} if index is None else _weight_map(index)
+        self.files = _shard_files(self.path) if index is None \
+            else sorted(set(self._where.values()))
         self.config: Mapping[str, Any] | None = _config(self.path)
         self._shards: dict[Path, _Shard] = {}
-        self._where: dict[str, Path] = {}
-        index = self.path if self.path.is_file() and self.path.name.endswith(INDEX_SUFFIX) \
-            else _folder_index(self.path)
-        if index is not None:
-            self._where = _weight_map(index)
-        else:
+        if index is None:
             for file in self.files:
                 for key in self._shard(file).keys:
                     if key in self._where:
@@ -251,6 +250,14 @@ def inside(folder: Path, name: str, what: str) -> Path:
     return file
 
 
+def _index(path: Path) -> Path | None:
+    """The shard index a checkpoint path is read through: the path itself when it names one,
+    else its folder's (:func:`_folder_index`)."""
+    if path.is_file() and path.name.endswith(INDEX_SUFFIX):
+        return path
+    return _folder_index(path)
+
+
 def _folder_index(path: Path) -> Path | None:
     """The shard index a folder is read through: None for a file, a folder without one, or a
     folder that also holds ``model.safetensors`` (transformers loads that file first)."""
@@ -277,18 +284,14 @@ def _weight_map(index: Path) -> dict[str, Path]:
 
 
 def _shard_files(path: Path) -> list[Path]:
-    """The safetensors files of a checkpoint path, in a fixed order."""
+    """The safetensors files of a checkpoint path read without a shard index (:func:`_index`
+    found none), in a fixed order."""
     if path.exists() and not path.is_dir():
         regular_file(path)
     if path.is_file():
-        if path.name.endswith(INDEX_SUFFIX):
-            return sorted(set(_weight_map(path).values()))
         return [path]
     if not path.exists():
         raise AbsorbError(f"{path}: no such file or folder")
-    index = _folder_index(path)
-    if index is not None:
-        return sorted(set(_weight_map(index).values()))
     if (path / SINGLE_FILE).exists():
         return [inside(path, SINGLE_FILE, "file")]
     files = [inside(path, p.name, "file") for p in sorted(path.glob("*.safetensors"))]

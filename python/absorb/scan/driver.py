@@ -108,7 +108,7 @@ def scan_layers(source: str, path: Path, ckpt: Checkpoint, plan: Plan,
         if keep_certificates and certifies else 0.0
     witness = _witness_room(specs, witness_room) if keep_certificates and certifies else 0.0
     labels = [f"layer {s.label} (d={s.d}, n={s.n})" for s in specs]
-    count, notes = (workers, ()) if scheduler is not None or workers < 1 else \
+    count, notes = (workers, ()) if scheduler is not None else \
         worker_count(workers, len(specs))
     with make_runner(count, scheduler) as runner:
         scan_plan = plan_scan(list(zip(labels, costs, strict=True)), kept, runner.workers(),

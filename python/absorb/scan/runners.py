@@ -202,8 +202,9 @@ class DaskRunner(Runner):
 
 
 def make_runner(workers: int, scheduler: str | None) -> Runner:
-    """The runner for ``--workers``/``--scheduler`` (checked first: :func:`check_runner`)."""
-    check_runner(workers, scheduler)
+    """The runner for ``--workers``/``--scheduler``, which the caller has checked with
+    :func:`check_runner` before any work (not again here: a second TCP connection and Dask
+    handshake to the scheduler would only repeat it)."""
     if scheduler is not None:
         return DaskRunner(scheduler)
     return Runner() if workers == 1 else PoolRunner(workers)
