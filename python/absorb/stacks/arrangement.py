@@ -46,19 +46,18 @@ def region_bound(n: int, d: int) -> int:
     return 2 * sum(math.comb(n - 1, i) for i in range(d))
 
 
-def _dot(u: Vector, y: Vector) -> Fraction:
-    return sum((a * b for a, b in zip(u, y, strict=True)), Fraction(0))
+def dot(u: Sequence[Fraction | int], y: Sequence[Fraction | int]) -> Fraction:
+    """uᵀy over ℚ."""
+    return Fraction(sum((a * b for a, b in zip(u, y, strict=True)), Fraction(0)))
 
 
 def _distinct(normals: ObjectArray) -> list[Vector]:
     """The nonzero rows, one per hyperplane (rows that are nonzero multiples of each other
     define the same hyperplane; the first one met represents it)."""
-    seen: dict[Vector, Vector] = {}
+    seen: dict[tuple[int, ...], Vector] = {}
     for row in normals:
-        nz = [v for v in row if v != 0]
-        if nz:
-            key = tuple(v / abs(nz[0]) for v in row)
-            seen.setdefault(key if nz[0] > 0 else tuple(-v for v in key), tuple(row))
+        if any(v != 0 for v in row):
+            seen.setdefault(signless(row), tuple(row))
     return list(seen.values())
 
 
@@ -93,8 +92,9 @@ def primitive(v: Sequence[Fraction | int]) -> tuple[int, ...]:
     return tuple(x // g for x in ints)
 
 
-def _line(v: Sequence[Fraction | int]) -> tuple[int, ...]:
-    """The primitive integer normal of the hyperplane v^⊥ (first nonzero entry positive)."""
+def signless(v: Sequence[Fraction | int]) -> tuple[int, ...]:
+    """The primitive integer vector of the line of v ≠ 0, first nonzero entry positive (so
+    also the normal of the hyperplane v^⊥, one per hyperplane)."""
     p = primitive(v)
     return p if next(x for x in p if x != 0) > 0 else tuple(-x for x in p)
 
@@ -125,7 +125,7 @@ def _points(normals: list[tuple[int, ...]], d: int) -> list[tuple[int, ...]]:
     kept = [p for p in _points(rest, d) if _idot(u, p) != 0]
     null = null_space(np.array([list(u)], dtype=object))  # columns span H = u^⊥
     B = [primitive(list(null[:, k])) for k in range(d - 1)]
-    lower = sorted({_line(w) for w in ([_idot(b, v) for b in B] for v in rest) if any(w)})
+    lower = sorted({signless(w) for w in ([_idot(b, v) for b in B] for v in rest) if any(w)})
     for q_low in _points(lower, d - 1):
         q = [sum(c * b[i] for c, b in zip(q_low, B, strict=True)) for i in range(d)]
         ratios = [Fraction(abs(_idot(v, q)), abs(_idot(v, u))) for v in rest
@@ -143,7 +143,7 @@ def region_points(U: ObjectArray) -> list[Vector] | None:
     """One rational interior point of every open region of the arrangement of U's rows
     (zero rows are never active and are left out); None above :data:`MAX_REGIONS`."""
     d = int(U.shape[1])
-    normals = sorted({_line(row) for row in U if any(v != 0 for v in row)})
+    normals = sorted({signless(row) for row in U if any(v != 0 for v in row)})
     if region_bound(len(normals), d) > MAX_REGIONS:
         return None
     return [tuple(Fraction(x) for x in p) for p in _points(normals, d)]
@@ -151,7 +151,7 @@ def region_points(U: ObjectArray) -> list[Vector] | None:
 
 def active_pattern(U: ObjectArray, y: Vector) -> tuple[int, ...]:
     """The units j with u_jᵀy > 0 (the diagonal of D at y)."""
-    return tuple(j for j, row in enumerate(U) if _dot(tuple(row), y) > 0)
+    return tuple(j for j, row in enumerate(U) if dot(tuple(row), y) > 0)
 
 
 def arrangement_rays(U: ObjectArray) -> list[Vector] | None:

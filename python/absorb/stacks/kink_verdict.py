@@ -26,6 +26,7 @@ from absorb.stacks.injective import Injectivity, block_injectivity
 from absorb.stacks.kinks import (
     MAX_SECTORS,
     Plane,
+    Realized,
     analyse,
     certificate,
     predicted_sectors,
@@ -98,10 +99,10 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
     widths = [b.n for b in blocks]
     inj = [block_injectivity(b, ell) for ell, b in enumerate(blocks)]
     all_inj = all(i.injective for i in inj)
-    out = KinkOutcome(details={"injectivity": [i.to_json() for i in inj]})
+    inj_json = [i.to_json() for i in inj]
+    out = KinkOutcome(details={"injectivity": inj_json})
     if all_inj:
         out.details["excluded"] = [f"any depth, some width below 2d = {2 * d} (depth_injective)"]
-    inj_json = [i.to_json() for i in inj]
     narrow = [ell for ell, n in enumerate(widths) if n < 2 * d]
     if all_inj and narrow:
         out.theorem, out.chain = "depth_injective", ("depth_injective",)
@@ -155,9 +156,7 @@ def decide_kinks(blocks: Sequence[Block]) -> KinkOutcome:
                                                                           widths, d)
     out.regime = _regime(plane, inj, widths, d)
     if holds_I and L == 2 and widths[0] == 2 * d and not plane.dprime.holds(widths[1]):
-        k = plane.regions_met
-        out.regime = ("single-sector folded (k = 1)" if k == 1
-                      else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
+        out.regime = _folded(plane.regions_met)
     return out
 
 
@@ -197,25 +196,26 @@ def _depth_two(blocks: Sequence[Block], out: KinkOutcome, inj: Sequence[Injectiv
         return _theorem_a(out, d, n2, res.dprime.count, "pieces", len(res.pieces),
                           lambda against: pieces_certificate(blocks, res, against=against))
     if not holds_I:
-        bad = [r.layer for r in res.realized if not r.holds]
-        out.unmet.append(f"(I): det(I + W D U) ≠ 0 on every realized pattern (fails for "
-                         f"layers {bad})")
+        out.unmet.append(_unmet_I(res.realized))
         out.regime = "non-invertible block"
     else:
         out.unmet.append(f"(D′): at least {n2 + 1} column directions outside every S (the "
                          f"minimum is {res.dprime.count})")
-        k = res.regions_met
-        out.regime = ("single-sector folded (k = 1)" if k == 1
-                      else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
+        out.regime = _folded(res.regions_met)
     return out
+
+
+def _folded(k: int | None) -> str:
+    """The regime of a depth-2 stack whose (D′) fails: k regions of U₂ met by R₁'s image."""
+    return ("single-sector folded (k = 1)" if k == 1
+            else f"(D′) fails, R₁'s image meets k = {k} regions of U₂")
 
 
 def _unmet(plane: Plane, inj: Sequence[Injectivity], widths: Sequence[int], d: int, L: int,
            holds_I: bool) -> list[str]:
     unmet = []
     if not holds_I:
-        bad = [r.layer for r in plane.realized if not r.holds]
-        unmet.append(f"(I): det(I + W D U) ≠ 0 on every realized pattern (fails for layers {bad})")
+        unmet.append(_unmet_I(plane.realized))
     if L == 2 and widths[0] != 2 * d:
         unmet.append(f"depth_two_kinks needs first width exactly 2d = {2 * d} (got {widths[0]})")
     elif L == 2 and holds_I:
@@ -231,6 +231,11 @@ def _unmet(plane: Plane, inj: Sequence[Injectivity], widths: Sequence[int], d: i
             unmet.append(f"more than 2·L·d = {ray_count_bound(L, d)} kink rays (R has "
                          f"{len(plane.kinks)})")
     return unmet
+
+
+def _unmet_I(realized: Sequence[Realized]) -> str:
+    bad = [r.layer for r in realized if not r.holds]
+    return f"(I): det(I + W D U) ≠ 0 on every realized pattern (fails for layers {bad})"
 
 
 def _with_proof(doc: dict[str, Any], proof: str) -> dict[str, Any]:

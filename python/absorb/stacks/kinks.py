@@ -29,7 +29,7 @@ import numpy as np
 
 from absorb.exact import rank
 from absorb.rationals import rational_text
-from absorb.stacks.arrangement import primitive
+from absorb.stacks.arrangement import signless
 from absorb.stacks.plane import Kink, Layer, Sector, det2, kinks, sectors, subdivide
 
 #: Decisions predicted to cut the plane into more sectors than this are refused.
@@ -38,13 +38,6 @@ MAX_SECTORS = 20000
 FORMAT = "absorb-stack-kinks/1"
 
 Direction = tuple[int, ...]
-
-
-def signless(v: Sequence[Fraction | int]) -> Direction:
-    """The primitive integer vector of the line of v ≠ 0, first nonzero entry positive."""
-    p = primitive(v)
-    first = next(x for x in p if x != 0)
-    return p if first > 0 else tuple(-x for x in p)
 
 
 def predicted_sectors(widths: Sequence[int]) -> int:
@@ -177,9 +170,6 @@ class Plane:
     def kink_lines(self) -> int:
         return len({signless(k.normal) for k in self.kinks})
 
-    def pieces(self) -> list[tuple[Direction, Direction]]:
-        return [(signless(k.normal), signless(k.column)) for k in self.kinks]
-
 
 def analyse(layers: Sequence[Layer]) -> Plane:
     """The exact d = 2 analysis of a stack (callers check :func:`predicted_sectors` first)."""
@@ -207,7 +197,7 @@ def certificate(layers: Sequence[Layer], plane: Plane, *, theorem: str, against:
                   for k in plane.kinks],
         "realized": [r.to_json() for r in plane.realized],
         "d_prime": plane.dprime.to_json(),
-        "kink_rays": len(plane.kinks), "ray_bound": 2 * L * 2,
+        "kink_rays": len(plane.kinks), "ray_bound": ray_count_bound(L),
         "injectivity": list(injectivity),
     }
 

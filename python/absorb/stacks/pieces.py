@@ -26,10 +26,10 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.blocks import Block, ObjectArray
-from absorb.exact import det, null_space
+from absorb.exact import det, identity, null_space
 from absorb.rationals import rational_text
-from absorb.stacks.arrangement import region_bound, region_points
-from absorb.stacks.kinks import DPrime, Realized, d_prime, signless
+from absorb.stacks.arrangement import dot, region_bound, region_points, signless
+from absorb.stacks.kinks import DPrime, Realized, d_prime
 
 Vec = tuple[Fraction, ...]
 #: Measured cost of one candidate point (benchmarks/stack_bench.py: 160–220 µs at d = 3, 4 on
@@ -50,10 +50,6 @@ def predicted_points(d: int, n1: int, n2: int) -> int:
     return inside + walls + regions * region_bound(n1 + n2, d)
 
 
-def _dot(u: Sequence[Fraction], y: Sequence[Fraction]) -> Fraction:
-    return Fraction(sum((a * b for a, b in zip(u, y, strict=True)), Fraction(0)))
-
-
 @dataclass(frozen=True)
 class Piece:
     """A kink piece: witness q on the support ν^⊥, the two side points, the column."""
@@ -71,12 +67,11 @@ class _Stack:
     def __init__(self, blocks: Sequence[Block]) -> None:
         (self.U1, self.W1, _), (self.U2, self.W2, _) = (b.rational_weights for b in blocks)
         self.d = int(self.U1.shape[1])
-        self.I = np.array([[Fraction(int(i == k)) for k in range(self.d)]
-                           for i in range(self.d)], dtype=object)
+        self.I = identity(self.d)
 
     def L(self, x: Vec) -> ObjectArray:
         """R_1's Jacobian on the region of U_1 holding x."""
-        act = [j for j, u in enumerate(self.U1) if _dot(u, x) > 0]
+        act = [j for j, u in enumerate(self.U1) if dot(u, x) > 0]
         out: ObjectArray = self.I + self.W1[:, act] @ self.U1[act, :]
         return out
 
@@ -85,7 +80,7 @@ class _Stack:
 
     def jacobian(self, x: Vec) -> ObjectArray:
         y = self.R1(x)
-        act = [j for j, u in enumerate(self.U2) if _dot(u, y) > 0]
+        act = [j for j, u in enumerate(self.U2) if dot(u, y) > 0]
         out: ObjectArray = (self.I + self.W2[:, act] @ self.U2[act, :]) @ self.L(x)
         return out
 
@@ -103,13 +98,13 @@ def _restricted(normals: Sequence[Vec], nu: Vec) -> list[Vec]:
 
 
 def _piece(S: _Stack, hyperplanes: Sequence[Vec], nu: Vec, q: Vec) -> Piece | None:
-    ratios = [abs(_dot(h, q)) / abs(_dot(h, nu)) for h in hyperplanes
-              if _dot(h, q) != 0 and _dot(h, nu) != 0]
+    ratios = [abs(dot(h, q)) / abs(dot(h, nu)) for h in hyperplanes
+              if dot(h, q) != 0 and dot(h, nu) != 0]
     eps = min(ratios, default=Fraction(1)) / 2
     before = tuple(a - eps * b for a, b in zip(q, nu, strict=True))
     after = tuple(a + eps * b for a, b in zip(q, nu, strict=True))
     delta = S.jacobian(after) - S.jacobian(before)
-    c = tuple(Fraction(v) for v in delta @ np.array(nu, dtype=object) / _dot(nu, nu))
+    c = tuple(Fraction(v) for v in delta @ np.array(nu, dtype=object) / dot(nu, nu))
     if all(v == 0 for v in c):
         return None
     return Piece(nu, q, before, after, c)
@@ -132,24 +127,24 @@ def pieces(S: _Stack) -> list[Piece]:
     for p in regions:  # inside K
         inner = _second(S, p)
         A = U1 + inner
-        sign = [_dot(u, p) > 0 for u in U1]
+        sign = [dot(u, p) > 0 for u in U1]
         for g in {signless(h): h for h in inner}.values():
             for q in _restricted(A, g):
-                if all(_dot(u, q) != 0 and (_dot(u, q) > 0) == s
+                if all(dot(u, q) != 0 and (dot(u, q) > 0) == s
                        for u, s in zip(U1, sign, strict=True)):
                     piece = _piece(S, A, g, q)
                     if piece is not None:
                         out.append(piece)
     for u in {signless(v): v for v in U1}.values():  # on the walls
         for f in _restricted(U1, u):
-            ratios = [abs(_dot(v, f)) / abs(_dot(v, u)) for v in U1
-                      if _dot(v, f) != 0 and _dot(v, u) != 0]
+            ratios = [abs(dot(v, f)) / abs(dot(v, u)) for v in U1
+                      if dot(v, f) != 0 and dot(v, u) != 0]
             eps = min(ratios, default=Fraction(1)) / 2
             sides = [tuple(a + s * eps * b for a, b in zip(f, u, strict=True)) for s in (1, -1)]
             A = U1 + _second(S, sides[0]) + _second(S, sides[1])
-            off = [(v, _dot(v, f) > 0) for v in U1 if _dot(v, f) != 0]
+            off = [(v, dot(v, f) > 0) for v in U1 if dot(v, f) != 0]
             for q in _restricted(A, u):
-                if all(_dot(v, q) != 0 and (_dot(v, q) > 0) == s for v, s in off):
+                if all(dot(v, q) != 0 and (dot(v, q) > 0) == s for v, s in off):
                     piece = _piece(S, A, u, q)
                     if piece is not None:
                         out.append(piece)
@@ -162,19 +157,19 @@ def realized(S: _Stack) -> tuple[list[Realized], int]:
     second: dict[tuple[int, ...], Fraction] = {}
     sing: list[tuple[tuple[int, ...], Vec] | None] = [None, None]
     for p in region_points(S.U1) or []:
-        act = tuple(j for j, u in enumerate(S.U1) if _dot(u, p) > 0)
+        act = tuple(j for j, u in enumerate(S.U1) if dot(u, p) > 0)
         value = det(S.L(p))
         first[act] = abs(value)
         if value == 0:
             sing[0] = sing[0] or (act, p)
             continue
         U1 = _rows(S.U1)
-        sign = [_dot(u, p) > 0 for u in U1]
+        sign = [dot(u, p) > 0 for u in U1]
         A = np.array(U1 + _second(S, p), dtype=object).reshape(-1, S.d)
         for x in region_points(A) or []:
-            if all((_dot(u, x) > 0) == s for u, s in zip(U1, sign, strict=True)):
+            if all((dot(u, x) > 0) == s for u, s in zip(U1, sign, strict=True)):
                 y = S.R1(x)
-                act2 = tuple(j for j, u in enumerate(S.U2) if _dot(u, y) > 0)
+                act2 = tuple(j for j, u in enumerate(S.U2) if dot(u, y) > 0)
                 J2 = S.I + S.W2[:, list(act2)] @ S.U2[list(act2), :]
                 second[act2] = abs(det(J2))
                 if second[act2] == 0:

@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.blocks import Block
-from absorb.stacks.arrangement import cross, primitive, sort_rays
+from absorb.stacks.arrangement import cross, dot, primitive, sort_rays
 
 Vec = tuple[Fraction, ...]
 Ray = tuple[int, int]
@@ -47,11 +47,11 @@ class Layer:
 
     def pre(self, y: Vec) -> tuple[Fraction, ...]:
         """The pre-activations u_j·y."""
-        return tuple(_dot(u, y) for u in self.U)
+        return tuple(dot(u, y) for u in self.U)
 
     def __call__(self, y: Vec) -> Vec:
         relu = [max(p, Fraction(0)) for p in self.pre(y)]
-        return tuple(_dot(a, y) + _dot(w, relu) for a, w in zip(self.A, self.W, strict=True))
+        return tuple(dot(a, y) + dot(w, relu) for a, w in zip(self.A, self.W, strict=True))
 
     def jacobian(self, active: Sequence[int]) -> tuple[Vec, ...]:
         """A + W D U for the pattern D = diag(1 on ``active``)."""
@@ -71,10 +71,6 @@ def layers_of(blocks: Sequence[Block]) -> list[Layer]:
     return out
 
 
-def _dot(u: Sequence[Fraction | int], y: Sequence[Fraction | int]) -> Fraction:
-    return Fraction(sum((a * b for a, b in zip(u, y, strict=True)), Fraction(0)))
-
-
 def prefix_image(layers: Sequence[Layer], x: Vec) -> list[Vec]:
     """[x, R_1 x, R_2 R_1 x, …] (L + 1 points)."""
     points = [x]
@@ -92,7 +88,7 @@ def subdivide(layers: Sequence[Layer]) -> list[Ray]:
         for a, b in zip(order, order[1:] + order[:1], strict=True):
             pa, pb = images[a], images[b]
             for u in f.U:
-                sa, sb = _dot(u, pa), _dot(u, pb)
+                sa, sb = dot(u, pa), dot(u, pb)
                 if sa * sb < 0:
                     r = primitive([abs(sb) * a[i] + abs(sa) * b[i] for i in range(2)])
                     rays.add((r[0], r[1]))
@@ -160,9 +156,9 @@ def kinks(secs: Sequence[Sector]) -> list[Kink]:
         nu = (-r[1], r[0])
         M0, M1 = before.prefix[-1], after.prefix[-1]
         delta = [[M1[i][k] - M0[i][k] for k in range(2)] for i in range(2)]
-        assert all(_dot(delta[i], r) == 0 for i in range(2)), "R is continuous across a ray"
+        assert all(dot(delta[i], r) == 0 for i in range(2)), "R is continuous across a ray"
         norm2 = nu[0] ** 2 + nu[1] ** 2
-        c = tuple(_dot(delta[i], nu) / norm2 for i in range(2))
+        c = tuple(dot(delta[i], nu) / norm2 for i in range(2))
         if any(v != 0 for v in c):
             out.append(Kink(r, primitive(nu), c))  # type: ignore[arg-type]
     return out

@@ -30,16 +30,16 @@ pieces — more pieces could only add directions, so a verified subset suffices.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from fractions import Fraction
-from math import gcd
 from typing import Any
 
 import numpy as np
 
 from absorb.blocks import Block
 from absorb.errors import AbsorbError
-from absorb.exact import det, to_fraction
+from absorb.exact import det, identity, rank, to_fraction
 from absorb.stacks.arrangement import region_points
 
 P = tuple[Fraction, Fraction]
@@ -111,7 +111,7 @@ def _det(M: Sequence[Sequence[Fraction]]) -> Fraction:
 
 
 def _block_jac(U: Any, W: Any, active: Sequence[int]) -> Any:
-    return np.eye(2, dtype=int).astype(object) + W[:, list(active)] @ U[list(active), :]
+    return identity(2) + W[:, list(active)] @ U[list(active), :]
 
 
 def _injective(U: Any, W: Any) -> bool:
@@ -248,7 +248,7 @@ def _local_piece(mats: Sequence[tuple[Any, Any]], p: dict[str, Any]) -> tuple[Fr
             _parallel(step, nu) and sum(s * v for s, v in zip(step, nu, strict=True)) > 0):
         return "the side points are not q ∓ εν"
     d = len(q)
-    eye = np.array([[Fraction(int(i == k)) for k in range(d)] for i in range(d)], dtype=object)
+    eye = identity(d)
     jac = []
     for x in (lo, hi):
         for u in U1:
@@ -277,14 +277,8 @@ def _dot_q(u: Any, x: Sequence[Fraction]) -> Fraction:
 
 
 def _independent(S: Sequence[tuple[int, ...]]) -> bool:
-    """Distinct primitive normals up to sign: two are independent; three iff a 3×3 minor ≠ 0."""
-    if len(S) <= 2:
-        return True
-    a, b, c = S
-    cols = range(len(a))
-    return any(a[i] * (b[j] * c[k] - b[k] * c[j]) - a[j] * (b[i] * c[k] - b[k] * c[i])
-               + a[k] * (b[i] * c[j] - b[j] * c[i]) != 0
-               for i, j, k in itertools.combinations(cols, 3))
+    """Whether the normals in S are linearly independent (exact rank)."""
+    return rank(np.array([list(s) for s in S], dtype=object)) == len(S)
 
 
 def _min_outside(pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], d: int,
@@ -305,7 +299,7 @@ def _min_outside(pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], d: in
     if len(carriers) - sum(sorted(gain.values(), reverse=True)[:d]) > m:
         return True, None
     if d > 3:
-        return False, None  # the exhaustion below tests independence of at most 3 normals
+        return False, None  # the exhaustion below (Σ_k≤d C(supports, k) sets) only to d = 3
     best = 0
     for k in range(1, min(d, len(gain)) + 1):
         for S in itertools.combinations(sorted(gain), k):
@@ -335,7 +329,7 @@ def _recheck_pieces(blocks: Sequence[Block], doc: dict[str, Any]) -> dict[str, o
     except (KeyError, TypeError, ValueError, AbsorbError) as exc:
         raise AbsorbError(f"malformed stack certificate: {exc}") from None
     (U1, W1), (U2, W2) = mats
-    eye = np.eye(d, dtype=int).astype(object)
+    eye = identity(d)
     for p in region_points(U1) or []:
         act = [j for j, u in enumerate(U1) if _dot_q(u, p) > 0]
         L = eye + W1[:, act] @ U1[act, :]
@@ -358,14 +352,9 @@ def _recheck_pieces(blocks: Sequence[Block], doc: dict[str, Any]) -> dict[str, o
 def _line(v: Sequence[Any]) -> tuple[int, ...]:
     """The primitive integer vector of the line of v ≠ 0, first nonzero entry positive."""
     q = [to_fraction(x) for x in v]
-    scale = 1
-    for x in q:
-        scale = scale * x.denominator // gcd(scale, x.denominator)
-    ints = [int(x * scale) for x in q]
-    g = 0
-    for k in ints:
-        g = gcd(g, k)
-    ints = [k // g for k in ints]
+    scale = math.lcm(*(x.denominator for x in q))
+    g = math.gcd(*(int(x * scale) for x in q))
+    ints = [int(x * scale) // g for x in q]
     return tuple(ints) if next(k for k in ints if k != 0) > 0 else tuple(-k for k in ints)
 
 
@@ -377,7 +366,7 @@ def _monotone(U: Any, W: Any) -> bool:
     """J + Jᵀ ≻ 0 (every leading principal minor > 0) at the pattern of every open region of
     U's arrangement: then (R(x) − R(y))·(x − y) > 0 for x ≠ y, so R is injective."""
     d = int(U.shape[1])
-    eye = np.eye(d, dtype=int).astype(object)
+    eye = identity(d)
     points = region_points(U)
     if points is None:
         return False
