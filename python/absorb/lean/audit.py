@@ -45,9 +45,11 @@ class LeanLib:
 #: Without a build file: the library as the repository lays it out.
 FALLBACK_LIBS = (LeanLib("Absorb", ("Absorb", "AbsorbCheck"), True),)
 
+#: Where a ``lakefile.lean`` declaration's body ends: at the next declaration or the end.
+_NEXT_DECL = (r"(?=^[ \t]*(?:@\[|lean_lib\b|lean_exe\b|require\b|package\b|target\b"
+              r"|extern_lib\b)|\Z)")
 _LIB_RE = re.compile(
-    r"^((?:[ \t]*@\[[^\]]*\]\s*)*)[ \t]*lean_lib\s+(«[^»]+»|[\w.]+)(.*?)"
-    r"(?=^[ \t]*(?:@\[|lean_lib\b|lean_exe\b|require\b|package\b|target\b|extern_lib\b)|\Z)",
+    r"^((?:[ \t]*@\[[^\]]*\]\s*)*)[ \t]*lean_lib\s+(«[^»]+»|[\w.]+)(.*?)" + _NEXT_DECL,
     re.MULTILINE | re.DOTALL,
 )
 _ROOTS_RE = re.compile(r"\broots\s*:=\s*#\[([^\]]*)\]")
@@ -80,11 +82,8 @@ def parse_lakefile_toml(text: str) -> tuple[LeanLib, ...]:
     )
 
 
-_EXE_RE = re.compile(
-    r"^[ \t]*lean_exe\s+(«[^»]+»|[\w.-]+)(.*?)(?=^[ \t]*(?:@\[|lean_lib\b|lean_exe\b|require\b"
-    r"|package\b|target\b|extern_lib\b)|\Z)",
-    re.MULTILINE | re.DOTALL,
-)
+_EXE_RE = re.compile(r"^[ \t]*lean_exe\s+(«[^»]+»|[\w.-]+)(.*?)" + _NEXT_DECL,
+                     re.MULTILINE | re.DOTALL)
 _EXE_ROOT_RE = re.compile(r"\broot\s*:=\s*`([^\s,]+)")
 
 

@@ -23,13 +23,13 @@ import re
 import time
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from absorb.lean.audit import lean_libs, lean_sources, parse_lean_exes
 from absorb.lean.resolve.index import AUTO_SUFFIXES, ModuleIndex, index_module
-from absorb.lean.resolve.modules import ModuleGraph
+from absorb.lean.resolve.modules import ModuleGraph, modules_of
 from absorb.lean.resolve.references import Reference, references
 
 CORE_NAMES_FILE = Path(__file__).with_name("core_names.toml")
@@ -104,7 +104,7 @@ def resolve(root: Path, sources: Path) -> dict[str, object]:
     files = lean_sources(root, libs)
     project_roots = frozenset(r.split(".")[0] for lib in libs for r in lib.roots)
     graph = ModuleGraph(root, project_roots, sources)
-    modules = {".".join(p.relative_to(root).with_suffix("").parts): p for p in files}
+    modules = modules_of(files, root)
     problems: list[Problem] = []
     unverified: list[Unverified] = []
     closures = {}
@@ -209,9 +209,8 @@ def _checker_problems(root: Path, graph: ModuleGraph, modules: Mapping[str, Path
     return out
 
 
-def _path_to(graph: ModuleGraph, start: str, goal: object) -> list[str]:
+def _path_to(graph: ModuleGraph, start: str, goal: Callable[[str], bool]) -> list[str]:
     """The shortest import chain from ``start`` to a module satisfying ``goal``."""
-    assert callable(goal)
     parent: dict[str, str | None] = {start: None}
     todo = [start]
     while todo:
